@@ -1,0 +1,82 @@
+"""The ``cdc-lake`` command.
+
+    cdc-lake stack install | up | down | status [--json]
+    cdc-lake demo        # the README's main job: install, stack up, load the definitions, summary
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+from cdc_lake.stack import LocalStack, StackError, StackSettings
+from cdc_lake.stack.install import install
+
+
+def _settings(args: argparse.Namespace) -> StackSettings:
+    return StackSettings.from_env(state_dir=args.state_dir)
+
+
+def _print_status(stack: LocalStack) -> bool:
+    desc = stack.describe()
+    print(f"state dir: {desc['state_dir']}")
+    for name, st in desc["services"].items():
+        state = "healthy" if st["healthy"] else ("running, unhealthy" if st["pid"] else "stopped")
+        rss = f"{st['rss_mb']:.0f} MiB" if st["rss_mb"] else "-"
+        endpoint = stack.service(name).endpoint
+        print(f"  {name:<8} {state:<20} pid={st['pid'] or '-':<8} rss={rss:<9} {endpoint}")
+    spark = desc["spark"]
+    print(f"  {'spark':<8} {'jars ready' if spark['ready'] else 'jars missing':<20} local[*]")
+    return bool(desc["healthy"])
+
+
+def cmd_stack(args: argparse.Namespace) -> int:
+    settings = _settings(args)
+    stack = LocalStack(settings)
+    if args.action == "install":
+        install(settings)
+        return 0
+    if args.action == "up":
+        t0 = time.monotonic()
+        timings = stack.up()
+        print(f"[stack] up in {time.monotonic() - t0:.1f}s: {timings}")
+        return 0 if _print_status(stack) else 1
+    if args.action == "down":
+        stack.down()
+        return 0
+    if args.json:
+        print(json.dumps(stack.describe(), indent=2))
+        return 0 if stack.healthy() else 1
+    return 0 if _print_status(stack) else 1
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from cdc_lake.demo import run_demo
+
+    return run_demo(_settings(args))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="cdc-lake", description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--state-dir", help="where the stack keeps its data (default: .cdc-lake/ in the project)"
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    stack = sub.add_parser("stack", help="install, start, stop or inspect the local stack")
+    stack.add_argument("action", choices=["install", "up", "down", "status"])
+    stack.add_argument("--json", action="store_true", help="status as JSON, with credentials")
+    stack.set_defaults(func=cmd_stack)
+    demo = sub.add_parser("demo", help="set everything up and run the main job")
+    demo.set_defaults(func=cmd_demo)
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except StackError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

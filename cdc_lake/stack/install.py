@@ -1,0 +1,151 @@
+"""``cdc-lake stack install``: the Debian packages and JVM jars the local stack runs.
+
+- PostgreSQL (and Java 17 and Maven, when missing) come from Debian's packages via apt-get,
+  which needs root. Without root, a missing package is reported with the command to run.
+- Every jar comes from Maven Central through the poms in ``cdc_lake/stack/maven`` (versions are
+  written down there, once), copied into one directory per classpath under the jars directory.
+  Our own S3 sink connector (``connectors/s3-sink``) is compiled by the same Maven run.
+
+A second install with unchanged poms and sources does nothing: a stamp of their content is kept
+beside the jars.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+from cdc_lake.stack.process import StackError
+from cdc_lake.stack.services import postgres_bindir, require_java
+from cdc_lake.stack.settings import StackSettings, maven_dir, project_root
+
+CLASSPATHS = ("kafka", "connect", "s3proxy", "spark", "plugins/debezium", "plugins/s3sink")
+_DOWNLOADED = re.compile(r"Downloaded from \S+: (\S+) \(([\d.]+) (B|kB|MB|GB)")
+_BUILDING = re.compile(r"Building (\S+) \S+\s+\[(\d+)/(\d+)\]")
+_UNIT = {"B": 1 / 1e6, "kB": 1 / 1e3, "MB": 1.0, "GB": 1e3}
+
+
+def _say(msg: str) -> None:
+    print(f"[install] {msg}", flush=True)
+
+
+def _apt_install(packages: list[str], why: str) -> None:
+    if os.geteuid() != 0 or not shutil.which("apt-get"):
+        raise StackError(
+            f"{why} is missing and cannot be installed without root and apt-get. "
+            f"Fix: sudo apt-get install -y {' '.join(packages)}, then rerun `cdc-lake stack install`."
+        )
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    _say(f"apt-get install {' '.join(packages)} ({why})")
+    for argv in (["apt-get", "update", "-q"], ["apt-get", "install", "-y", "-q", *packages]):
+        result = subprocess.run(argv, env=env, capture_output=True, text=True)
+        if result.returncode != 0:
+            raise StackError(
+                f"`{' '.join(argv)}` failed while installing {why}:\n{result.stderr[-1500:]}\n"
+                "Fix: check that Debian's package mirrors are reachable, then rerun "
+                "`cdc-lake stack install`."
+            )
+
+
+def ensure_system_packages() -> None:
+    if not shutil.which("java"):
+        _apt_install(["openjdk-17-jre-headless"], "Java 17")
+    require_java()
+    if not shutil.which("mvn"):
+        _apt_install(["maven"], "Maven")
+    if postgres_bindir() is None:
+        _apt_install(["postgresql"], "PostgreSQL 15+")
+        if postgres_bindir() is None:
+            raise StackError("PostgreSQL was installed but no server 15+ was found.")
+
+
+def _sources_digest() -> str:
+    h = hashlib.sha256()
+    roots = [maven_dir(), project_root() / "connectors" / "s3-sink"]
+    for root in roots:
+        for path in sorted(root.rglob("*")):
+            if path.is_file() and "target" not in path.relative_to(root).parts:
+                h.update(str(path.relative_to(root)).encode())
+                h.update(path.read_bytes())
+    return h.hexdigest()
+
+
+def jars_installed(settings: StackSettings) -> bool:
+    stamp = settings.jars_dir / ".installed"
+    return (
+        stamp.is_file()
+        and stamp.read_text().strip() == _sources_digest()
+        and all(any(settings.classpath_dir(c).glob("*.jar")) for c in CLASSPATHS)
+    )
+
+
+def resolve_jars(settings: StackSettings) -> None:
+    if not shutil.which("mvn"):
+        raise StackError("Maven (`mvn`) is not on PATH. Fix: apt-get install -y maven.")
+    jars = settings.jars_dir
+    for c in CLASSPATHS:  # versions may have changed: never mix old jars with new
+        shutil.rmtree(jars / c, ignore_errors=True)
+    jars.mkdir(parents=True, exist_ok=True)
+    log = settings.logs_dir / "install-maven.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    argv = [
+        "mvn",
+        "-B",
+        "-DskipTests",
+        f"-Dcdc.jars.dir={jars}",
+        "package",
+        "dependency:copy-dependencies",
+    ]
+    _say(f"resolving jars from Maven Central into {jars} (log: {log})")
+    files, mb, last_report = 0, 0.0, time.monotonic()
+    with log.open("w") as out:
+        proc = subprocess.Popen(
+            argv,
+            cwd=maven_dir(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            out.write(line)
+            if m := _BUILDING.search(line):
+                _say(f"  [{m.group(2)}/{m.group(3)}] {m.group(1)}  ({files} files, {mb:.1f} MB)")
+            elif m := _DOWNLOADED.search(line):
+                files += 1
+                size = float(m.group(2)) * _UNIT[m.group(3)]
+                mb += size
+                if size >= 5 or time.monotonic() - last_report > 10:
+                    last_report = time.monotonic()
+                    name = m.group(1).rsplit("/", 1)[-1]
+                    _say(f"      downloaded {name} ({size:.1f} MB; {mb:.1f} MB so far)")
+        rc = proc.wait()
+    if rc != 0:
+        errors = [ln for ln in log.read_text().splitlines() if "[ERROR]" in ln][:8]
+        raise StackError(
+            "Maven could not resolve the stack's jars (a failed download or a missing artifact).\n"
+            + "\n".join(errors)
+            + f"\nFull log: {log}\nFix: check that Maven Central is reachable (proxy settings "
+            "in ~/.m2/settings.xml), then rerun `cdc-lake stack install`."
+        )
+    missing = [c for c in CLASSPATHS if not any(settings.classpath_dir(c).glob("*.jar"))]
+    if missing:
+        raise StackError(f"Maven finished but left no jars for {missing}; see {log}.")
+    (jars / ".installed").write_text(_sources_digest() + "\n")
+    _say(f"jars ready: {files} files downloaded ({mb:.1f} MB)")
+
+
+def install(settings: StackSettings) -> None:
+    t0 = time.monotonic()
+    ensure_system_packages()
+    if jars_installed(settings):
+        _say(f"jars already installed in {settings.jars_dir}; nothing to do")
+    else:
+        resolve_jars(settings)
+    _say(f"done in {time.monotonic() - t0:.1f}s")
+

@@ -1,0 +1,178 @@
+"""Start, watch and stop the stack's server processes by the pids the stack itself recorded.
+
+A service is started detached (its own session, so a Ctrl-C in the shell that ran ``up`` does not
+reach it), with stdout and stderr appended to its log. Its pid goes to ``<state>/run/<name>.pid``.
+``stop`` signals only a pid from that file, and only while the process there is still the one we
+started (its start time is recorded beside the pid), so a recycled pid is never killed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+
+class StackError(RuntimeError):
+    """A stack operation failed; the message names the component, its log and the fix."""
+
+
+def _proc_start_time(pid: int) -> str | None:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return None
+    return fields[19]  # starttime, in clock ticks since boot
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A zombie has exited; it only waits for its parent to reap it.
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, IndexError):
+        return False
+    return state != "Z"
+
+
+def rss_mb(pid: int) -> float | None:
+    """Resident memory of a process and its children, in MiB."""
+    total_kb = 0
+    pids = [pid]
+    with contextlib.suppress(FileNotFoundError):
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+        pids += [int(c) for c in children]
+    for p in pids:
+        try:
+            for line in Path(f"/proc/{p}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    total_kb += int(line.split()[1])
+        except FileNotFoundError:
+            continue
+    return round(total_kb / 1024, 1) if total_kb else None
+
+
+def port_in_use(host: str, port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.settimeout(0.5)
+        return s.connect_ex((host, port)) == 0
+
+
+def tail(path: Path, lines: int = 25) -> str:
+    if not path.is_file():
+        return "(no log written)"
+    with path.open("rb") as f:
+        f.seek(0, os.SEEK_END)
+        f.seek(max(0, f.tell() - 16_384))
+        text = f.read().decode("utf-8", errors="replace")
+    return "\n".join(text.splitlines()[-lines:])
+
+
+class PidFile:
+    def __init__(self, path: Path):
+        self.path = path
+
+    def write(self, pid: int) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.path.write_text(f"{pid} {_proc_start_time(pid) or ''}\n")
+
+    def read(self) -> int | None:
+        """The recorded pid while that very process still runs, else None."""
+        try:
+            parts = self.path.read_text().split()
+        except FileNotFoundError:
+            return None
+        if not parts:
+            return None
+        pid = int(parts[0])
+        started = parts[1] if len(parts) > 1 else None
+        if not pid_alive(pid):
+            return None
+        if started and _proc_start_time(pid) != started:
+            return None
+        return pid
+
+    def clear(self) -> None:
+        self.path.unlink(missing_ok=True)
+
+
+def spawn(
+    argv: Sequence[str],
+    log: Path,
+    pidfile: PidFile,
+    env: dict[str, str] | None = None,
+    cwd: Path | None = None,
+    user: str | None = None,
+) -> int:
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("ab") as out:
+        out.write(f"\n--- {time.strftime('%Y-%m-%d %H:%M:%S')} starting: {argv[0]}\n".encode())
+        out.flush()
+        proc = subprocess.Popen(
+            list(argv),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env={**os.environ, **(env or {})},
+            cwd=cwd,
+            start_new_session=True,
+            user=user,
+            group=user,
+            extra_groups=[] if user else None,
+        )
+    pidfile.write(proc.pid)
+    return proc.pid
+
+
+def wait_until(
+    check: Callable[[], bool],
+    timeout_s: float,
+    alive: Callable[[], bool],
+    interval_s: float = 0.5,
+) -> bool:
+    """Poll ``check`` until it passes; give up early when the process has died."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        with contextlib.suppress(Exception):
+            if check():
+                return True
+        if not alive():
+            return False
+        time.sleep(interval_s)
+    return False
+
+
+def terminate(pidfile: PidFile, sig: int = signal.SIGTERM, timeout_s: float = 30.0) -> bool:
+    """Stop the recorded process (and its process group); True if something was stopped."""
+    pid = pidfile.read()
+    if pid is None:
+        pidfile.clear()
+        return False
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, sig)
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and pid_alive(pid):
+        time.sleep(0.2)
+    if pid_alive(pid):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pid, signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+        time.sleep(0.5)
+    # Children left in the session we created go too.
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)
+    pidfile.clear()
+    return True

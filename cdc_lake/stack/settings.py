@@ -1,0 +1,175 @@
+"""Where the local stack lives and how clients reach it.
+
+Everything the stack writes sits under one state directory (default ``.cdc-lake/`` at the project
+root, or ``CDC_LAKE_STATE_DIR``). Ports are derived from one base (``CDC_LAKE_PORT_BASE``) so a
+second stack, such as the test suite's, can run beside a developer's without clashing.
+
+Credentials are never written in code or committed config: on first use they are generated at
+random and kept in ``<state>/credentials.json`` (mode 0600). ``CDC_LAKE_PG_PASSWORD``,
+``CDC_LAKE_REPLICATION_PASSWORD``, ``CDC_LAKE_S3_ACCESS_KEY`` and ``CDC_LAKE_S3_SECRET_KEY``
+override them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+from dataclasses import dataclass, field
+from pathlib import Path
+
+DEFAULT_PORT_BASE = 15400
+
+# Offsets from the port base; the last two digits echo each server's usual port.
+PORT_OFFSETS = {
+    "postgres": 32,
+    "s3": 80,
+    "connect": 83,
+    "kafka": 92,
+    "kafka_controller": 93,
+}
+
+
+def project_root() -> Path:
+    """The checkout this package runs from, or the working directory for an installed package."""
+    here = Path(__file__).resolve().parents[2]
+    if (here / "pyproject.toml").is_file() and (here / "cdc_lake").is_dir():
+        return here
+    return Path.cwd()
+
+
+def maven_dir() -> Path:
+    return Path(__file__).resolve().parent / "maven"
+
+
+@dataclass(frozen=True)
+class Credentials:
+    pg_superuser_password: str
+    pg_password: str
+    replication_password: str
+    s3_access_key: str
+    s3_secret_key: str
+
+    @staticmethod
+    def load_or_create(path: Path) -> Credentials:
+        stored: dict[str, str] = {}
+        if path.is_file():
+            stored = json.loads(path.read_text())
+        fresh = {
+            "pg_superuser_password": stored.get("pg_superuser_password")
+            or secrets.token_urlsafe(18),
+            "pg_password": stored.get("pg_password") or secrets.token_urlsafe(18),
+            "replication_password": stored.get("replication_password")
+            or secrets.token_urlsafe(18),
+            "s3_access_key": stored.get("s3_access_key") or "cdclake" + secrets.token_hex(6),
+            "s3_secret_key": stored.get("s3_secret_key") or secrets.token_urlsafe(24),
+        }
+        if fresh != stored:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(fresh, indent=2))
+            path.chmod(0o600)
+        env = {
+            "pg_password": os.environ.get("CDC_LAKE_PG_PASSWORD"),
+            "replication_password": os.environ.get("CDC_LAKE_REPLICATION_PASSWORD"),
+            "s3_access_key": os.environ.get("CDC_LAKE_S3_ACCESS_KEY"),
+            "s3_secret_key": os.environ.get("CDC_LAKE_S3_SECRET_KEY"),
+        }
+        fresh.update({k: v for k, v in env.items() if v})
+        return Credentials(**fresh)
+
+
+@dataclass(frozen=True)
+class StackSettings:
+    """Paths, ports, names and credentials of one local stack."""
+
+    state_dir: Path
+    jars_dir: Path
+    port_base: int = DEFAULT_PORT_BASE
+    host: str = "127.0.0.1"
+    pg_database: str = "cdc_lake"
+    pg_user: str = "cdc_lake"
+    replication_user: str = "cdc_replicator"
+    raw_bucket: str = "cdc-raw"
+    lake_bucket: str = "cdc-lake"
+    region: str = "us-east-1"
+    start_timeout_s: float = 120.0
+    _credentials: list[Credentials] = field(default_factory=list, compare=False, repr=False)
+
+    @staticmethod
+    def from_env(
+        state_dir: str | Path | None = None,
+        port_base: int | None = None,
+        jars_dir: str | Path | None = None,
+    ) -> StackSettings:
+        state = Path(
+            state_dir or os.environ.get("CDC_LAKE_STATE_DIR") or project_root() / ".cdc-lake"
+        ).resolve()
+        jars = Path(jars_dir or os.environ.get("CDC_LAKE_JARS_DIR") or state / "jars").resolve()
+        base = port_base or int(os.environ.get("CDC_LAKE_PORT_BASE", DEFAULT_PORT_BASE))
+        return StackSettings(state_dir=state, jars_dir=jars, port_base=base)
+
+    # --- ports and endpoints -------------------------------------------------------------
+    def port(self, name: str) -> int:
+        return self.port_base + PORT_OFFSETS[name]
+
+    @property
+    def buckets(self) -> tuple[str, ...]:
+        return (self.raw_bucket, self.lake_bucket)
+
+    @property
+    def kafka_bootstrap(self) -> str:
+        return f"{self.host}:{self.port('kafka')}"
+
+    @property
+    def connect_url(self) -> str:
+        return f"http://{self.host}:{self.port('connect')}"
+
+    @property
+    def s3_endpoint(self) -> str:
+        return f"http://{self.host}:{self.port('s3')}"
+
+    @property
+    def credentials(self) -> Credentials:
+        # Generated lazily so that merely building settings writes nothing.
+        if not self._credentials:
+            self._credentials.append(Credentials.load_or_create(self.state_dir / "credentials.json"))
+        return self._credentials[0]
+
+    def pg_dsn(self, user: str | None = None, password: str | None = None) -> str:
+        user = user or self.pg_user
+        if password is None:
+            password = (
+                self.credentials.pg_password
+                if user == self.pg_user
+                else self.credentials.replication_password
+            )
+        return (
+            f"postgresql://{user}:{password}@{self.host}:{self.port('postgres')}/{self.pg_database}"
+        )
+
+    # --- layout ----------------------------------------------------------------------------
+    @property
+    def logs_dir(self) -> Path:
+        return self.state_dir / "logs"
+
+    @property
+    def run_dir(self) -> Path:
+        return self.state_dir / "run"
+
+    @property
+    def conf_dir(self) -> Path:
+        return self.state_dir / "conf"
+
+    def data_dir(self, service: str) -> Path:
+        return self.state_dir / "data" / service
+
+    def classpath_dir(self, name: str) -> Path:
+        """One resolved classpath: kafka, connect, s3proxy, spark, or plugins/<name>."""
+        return self.jars_dir / name
+
+    @property
+    def plugin_path(self) -> Path:
+        return self.jars_dir / "plugins"
+
+    def spark_jars(self) -> list[Path]:
+        return sorted(self.classpath_dir("spark").glob("*.jar"))

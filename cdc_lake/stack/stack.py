@@ -1,0 +1,176 @@
+"""``LocalStack``: bring the local servers up, report on them, and take them down.
+
+``up`` is idempotent: a service whose recorded process is alive and healthy is left alone. A
+service that cannot start (a port taken by someone else, a crash, no health in time) stops the
+whole ``up``: everything this call started is stopped again, and the error names the component,
+its log and the fix. ``down`` stops, in reverse order, only the pids the stack recorded.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from cdc_lake.stack.process import (
+    PidFile,
+    StackError,
+    port_in_use,
+    rss_mb,
+    spawn,
+    tail,
+    terminate,
+    wait_until,
+)
+from cdc_lake.stack.services import Service, all_services
+from cdc_lake.stack.settings import PORT_OFFSETS, StackSettings
+
+
+@dataclass
+class ServiceStatus:
+    name: str
+    pid: int | None
+    healthy: bool
+    rss_mb: float | None
+    log: str
+    details: dict[str, Any]
+
+
+class LocalStack:
+    def __init__(self, settings: StackSettings | None = None, verbose: bool = True):
+        self.settings = settings or StackSettings.from_env()
+        self.services = all_services(self.settings)
+        self.verbose = verbose
+
+    def _say(self, msg: str) -> None:
+        if self.verbose:
+            print(f"[stack] {msg}", flush=True)
+
+    def pidfile(self, service: Service) -> PidFile:
+        return PidFile(self.settings.run_dir / f"{service.name}.pid")
+
+    def service(self, name: str) -> Service:
+        return next(s for s in self.services if s.name == name)
+
+    # --- up ----------------------------------------------------------------------------------
+    def up(self) -> dict[str, float]:
+        """Start every service not already running; returns seconds to healthy per service."""
+        self.settings.state_dir.mkdir(parents=True, exist_ok=True)
+        self.settings.run_dir.mkdir(parents=True, exist_ok=True)
+        started: list[Service] = []
+        timings: dict[str, float] = {}
+        try:
+            for svc in self.services:
+                t0 = time.monotonic()
+                if self._start(svc):
+                    started.append(svc)
+                timings[svc.name] = round(time.monotonic() - t0, 2)
+        except BaseException:
+            for svc in reversed(started):
+                terminate(self.pidfile(svc), svc.stop_signal)
+            raise
+        return timings
+
+    def _start(self, svc: Service) -> bool:
+        pidfile = self.pidfile(svc)
+        pid = pidfile.read()
+        if pid is not None:
+            self._wait_healthy(svc, pid, pidfile)
+            svc.after_healthy()
+            self._say(f"{svc.name}: already running (pid {pid})")
+            return False
+        for port_name in svc.ports:
+            port = self.settings.port(port_name)
+            if port_in_use(self.settings.host, port):
+                raise StackError(
+                    f"{svc.name}: port {port} on {self.settings.host} is already in use by a "
+                    f"process this stack did not start. Fix: stop that process, or move the "
+                    f"stack with CDC_LAKE_PORT_BASE (now {self.settings.port_base}; ports are the "
+                    f"base plus {sorted(PORT_OFFSETS.values())}). Log: {svc.log}"
+                )
+        svc.prepare()
+        pid = spawn(svc.argv(), svc.log, pidfile, env=svc.env(), user=svc.run_as)
+        self._say(f"{svc.name}: started (pid {pid}), waiting for health")
+        try:
+            self._wait_healthy(svc, pid, pidfile)
+            svc.after_healthy()
+        except BaseException:
+            terminate(pidfile, svc.stop_signal)
+            raise
+        self._say(f"{svc.name}: healthy at {svc.endpoint}")
+        return True
+
+    def _wait_healthy(self, svc: Service, pid: int, pidfile: PidFile) -> None:
+        ok = wait_until(
+            svc.healthy,
+            self.settings.start_timeout_s,
+            alive=lambda: pidfile.read() == pid,
+        )
+        if ok:
+            return
+        died = pidfile.read() != pid
+        what = "exited during start-up" if died else (
+            f"did not become healthy within {self.settings.start_timeout_s:.0f}s"
+        )
+        raise StackError(
+            f"{svc.name} {what}. Log: {svc.log}. Fix: {svc.fix_hint()}, then rerun "
+            f"`cdc-lake stack up`.\n--- last lines of {svc.log.name} ---\n{tail(svc.log)}"
+        )
+
+    # --- down --------------------------------------------------------------------------------
+    def down(self) -> list[str]:
+        stopped = []
+        for svc in reversed(self.services):
+            if terminate(self.pidfile(svc), svc.stop_signal):
+                stopped.append(svc.name)
+                self._say(f"{svc.name}: stopped")
+        return stopped
+
+    # --- status ------------------------------------------------------------------------------
+    def status(self) -> dict[str, ServiceStatus]:
+        out: dict[str, ServiceStatus] = {}
+        for svc in self.services:
+            pid = self.pidfile(svc).read()
+            healthy = False
+            if pid is not None:
+                try:
+                    healthy = bool(svc.healthy())
+                except Exception:
+                    healthy = False
+            out[svc.name] = ServiceStatus(
+                name=svc.name,
+                pid=pid,
+                healthy=healthy,
+                rss_mb=rss_mb(pid) if pid else None,
+                log=str(svc.log),
+                details=svc.details(),
+            )
+        return out
+
+    def healthy(self) -> bool:
+        return all(s.healthy for s in self.status().values())
+
+    def describe(self) -> dict[str, Any]:
+        """Every endpoint and credential a client needs, as printed by ``status --json``."""
+        s = self.settings
+        statuses = self.status()
+        spark_jars = [str(p) for p in s.spark_jars()]
+        return {
+            "state_dir": str(s.state_dir),
+            "jars_dir": str(s.jars_dir),
+            "healthy": all(st.healthy for st in statuses.values()),
+            "postgres": statuses["postgres"].details,
+            "kafka": statuses["kafka"].details,
+            "connect": statuses["connect"].details,
+            "s3": statuses["s3"].details,
+            "spark": {"jars": spark_jars, "master": "local[*]", "ready": bool(spark_jars)},
+            "services": {
+                name: {
+                    "pid": st.pid,
+                    "healthy": st.healthy,
+                    "rss_mb": st.rss_mb,
+                    "log": st.log,
+                }
+                for name, st in statuses.items()
+            },
+        }
