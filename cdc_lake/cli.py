@@ -1,7 +1,7 @@
 """The ``cdc-lake`` command.
 
-    cdc-lake stack install | up | down | status [--json]
-    cdc-lake demo        # the README's main job: install, stack up, load the definitions, summary
+cdc-lake stack install | up | down | status [--json]
+cdc-lake demo        # the README's main job: install, stack up, load the definitions, summary
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="cdc-lake", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="cdc-lake", description="cdc-lake local stack and demo")
     parser.add_argument(
         "--state-dir", help="where the stack keeps its data (default: .cdc-lake/ in the project)"
     )

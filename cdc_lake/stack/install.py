@@ -18,7 +18,6 @@ import re
 import shutil
 import subprocess
 import time
-from pathlib import Path
 
 from cdc_lake.stack.process import StackError
 from cdc_lake.stack.services import postgres_bindir, require_java
@@ -26,7 +25,7 @@ from cdc_lake.stack.settings import StackSettings, maven_dir, project_root
 
 CLASSPATHS = ("kafka", "connect", "s3proxy", "spark", "plugins/debezium", "plugins/s3sink")
 _DOWNLOADED = re.compile(r"Downloaded from \S+: (\S+) \(([\d.]+) (B|kB|MB|GB)")
-_BUILDING = re.compile(r"Building (\S+) \S+\s+\[(\d+)/(\d+)\]")
+_BUILDING = re.compile(r"Building (.+?) \S+\s+\[(\d+)/(\d+)\]")
 _UNIT = {"B": 1 / 1e6, "kB": 1 / 1e3, "MB": 1.0, "GB": 1e3}
 
 
@@ -38,7 +37,8 @@ def _apt_install(packages: list[str], why: str) -> None:
     if os.geteuid() != 0 or not shutil.which("apt-get"):
         raise StackError(
             f"{why} is missing and cannot be installed without root and apt-get. "
-            f"Fix: sudo apt-get install -y {' '.join(packages)}, then rerun `cdc-lake stack install`."
+            f"Fix: sudo apt-get install -y {' '.join(packages)}, "
+            "then rerun `cdc-lake stack install`."
         )
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
     _say(f"apt-get install {' '.join(packages)} ({why})")
@@ -84,7 +84,7 @@ def jars_installed(settings: StackSettings) -> bool:
     )
 
 
-def resolve_jars(settings: StackSettings) -> None:
+def resolve_jars(settings: StackSettings, maven_args: list[str] | None = None) -> None:
     if not shutil.which("mvn"):
         raise StackError("Maven (`mvn`) is not on PATH. Fix: apt-get install -y maven.")
     jars = settings.jars_dir
@@ -97,6 +97,7 @@ def resolve_jars(settings: StackSettings) -> None:
         "mvn",
         "-B",
         "-DskipTests",
+        *(maven_args or []),
         f"-Dcdc.jars.dir={jars}",
         "package",
         "dependency:copy-dependencies",
@@ -148,4 +149,3 @@ def install(settings: StackSettings) -> None:
     else:
         resolve_jars(settings)
     _say(f"done in {time.monotonic() - t0:.1f}s")
-

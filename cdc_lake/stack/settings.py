@@ -59,8 +59,7 @@ class Credentials:
             "pg_superuser_password": stored.get("pg_superuser_password")
             or secrets.token_urlsafe(18),
             "pg_password": stored.get("pg_password") or secrets.token_urlsafe(18),
-            "replication_password": stored.get("replication_password")
-            or secrets.token_urlsafe(18),
+            "replication_password": stored.get("replication_password") or secrets.token_urlsafe(18),
             "s3_access_key": stored.get("s3_access_key") or "cdclake" + secrets.token_hex(6),
             "s3_secret_key": stored.get("s3_secret_key") or secrets.token_urlsafe(24),
         }
@@ -132,7 +131,8 @@ class StackSettings:
     def credentials(self) -> Credentials:
         # Generated lazily so that merely building settings writes nothing.
         if not self._credentials:
-            self._credentials.append(Credentials.load_or_create(self.state_dir / "credentials.json"))
+            path = self.state_dir / "credentials.json"
+            self._credentials.append(Credentials.load_or_create(path))
         return self._credentials[0]
 
     def pg_dsn(self, user: str | None = None, password: str | None = None) -> str:

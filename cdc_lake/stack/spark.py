@@ -68,7 +68,7 @@ def build_spark_session(
 ) -> SparkSession:
     from pyspark.sql import SparkSession
 
-    builder = SparkSession.builder.appName(app_name)
+    builder = SparkSession.Builder().appName(app_name)
     for key, value in {**spark_conf(settings), **(extra or {})}.items():
         builder = builder.config(key, value)
     return builder.getOrCreate()

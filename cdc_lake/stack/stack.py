@@ -88,8 +88,14 @@ class LocalStack:
                     f"stack with CDC_LAKE_PORT_BASE (now {self.settings.port_base}; ports are the "
                     f"base plus {sorted(PORT_OFFSETS.values())}). Log: {svc.log}"
                 )
-        svc.prepare()
-        pid = spawn(svc.argv(), svc.log, pidfile, env=svc.env(), user=svc.run_as)
+        try:
+            svc.prepare()
+            argv = svc.argv()
+        except StackError as e:
+            if str(e).startswith(f"{svc.name}:"):
+                raise
+            raise StackError(f"{svc.name}: {e} Log: {svc.log}") from e
+        pid = spawn(argv, svc.log, pidfile, env=svc.env(), user=svc.run_as)
         self._say(f"{svc.name}: started (pid {pid}), waiting for health")
         try:
             self._wait_healthy(svc, pid, pidfile)
@@ -109,8 +115,10 @@ class LocalStack:
         if ok:
             return
         died = pidfile.read() != pid
-        what = "exited during start-up" if died else (
-            f"did not become healthy within {self.settings.start_timeout_s:.0f}s"
+        what = (
+            "exited during start-up"
+            if died
+            else (f"did not become healthy within {self.settings.start_timeout_s:.0f}s")
         )
         raise StackError(
             f"{svc.name} {what}. Log: {svc.log}. Fix: {svc.fix_hint()}, then rerun "

@@ -49,9 +49,9 @@ import software.amazon.awssdk.services.s3.model.S3Object;
  * are skipped, or fail the task with {@code behavior.on.null.values=fail}.
  *
  * <p><b>Flushing.</b> A partition's buffer is uploaded when it holds {@code file.max.records} records,
- * or once {@code file.flush.interval.ms} has passed since its first record was buffered; the interval
- * is checked in {@link #put} (which Connect also calls with no records while a topic is idle) and in
- * {@link #preCommit}.
+ * or once {@code file.flush.interval.ms} has passed since its first record was buffered. The interval
+ * is checked in {@link #put} and in {@link #preCommit}; on an idle topic Connect calls them at least
+ * every {@code offset.flush.interval.ms}, so a remainder is uploaded within the sum of the two.
  *
  * <p><b>Offsets.</b> {@link #preCommit} returns, per partition, only the offset after the last record
  * that is in S3 (or was a skipped tombstone with nothing buffered before it), so Kafka never commits a
@@ -266,8 +266,8 @@ public class S3JsonLinesSinkTask extends SinkTask {
     private static String jsonLine(SinkRecord r, TopicPartition tp) {
         Object v = r.value();
         if (v instanceof Struct) {
-            throw new DataException("Record value in " + tp + " at offset " + r.kafkaOffset() + " is a Struct: the S3"
-                + " JSON-lines sink needs schemaless values (StringConverter, or JsonConverter with schemas.enable=false)");
+            throw new DataException("Record value in " + tp + " at offset " + r.kafkaOffset() + " is a Struct: schemas must be"
+                + " disabled: use StringConverter, or JsonConverter with value.converter.schemas.enable=false");
         }
         if (v instanceof byte[] bytes) {
             v = new String(bytes, StandardCharsets.UTF_8);

@@ -1,0 +1,81 @@
+"""Session fixtures: one real local stack for the whole test run.
+
+The stack gets a fresh state directory and its own port base (``CDC_LAKE_TEST_PORT_BASE``,
+default 16400), so it never touches a developer's stack on the default ports. Jars come from the
+project's installed jars directory; if they are missing the fixture installs them first.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from cdc_lake.stack import LocalStack, StackSettings
+from cdc_lake.stack.install import install, jars_installed
+
+TEST_PORT_BASE = int(os.environ.get("CDC_LAKE_TEST_PORT_BASE", "16400"))
+
+
+def fresh_state_dir(prefix: str = "cdc-lake-test-") -> Path:
+    # Not pytest's tmp_path: PostgreSQL runs as the postgres user, who must reach the directory.
+    path = Path(tempfile.mkdtemp(prefix=prefix))
+    path.chmod(0o755)
+    return path
+
+
+def make_settings(port_base: int, state_dir: Path | None = None) -> StackSettings:
+    project_jars = StackSettings.from_env().jars_dir
+    return StackSettings.from_env(
+        state_dir=state_dir or fresh_state_dir(), port_base=port_base, jars_dir=project_jars
+    )
+
+
+@pytest.fixture(scope="session")
+def stack_settings() -> StackSettings:
+    settings = make_settings(TEST_PORT_BASE)
+    if not jars_installed(settings):
+        install(settings)
+    return settings
+
+
+@pytest.fixture(scope="session")
+def local_stack(stack_settings: StackSettings) -> Iterator[LocalStack]:
+    stack = LocalStack(stack_settings, verbose=False)
+    try:
+        stack.up()
+        yield stack
+    finally:
+        stack.down()
+        shutil.rmtree(stack_settings.state_dir, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def spark(local_stack: LocalStack):
+    from cdc_lake.stack.spark import build_spark_session
+
+    session = build_spark_session(local_stack.settings, app_name="cdc-lake-tests")
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
+
+
+def processes_using(state_dir: Path) -> list[tuple[int, str]]:
+    """Live processes whose command line mentions the state directory (every stack server's
+    does: its data directory or config file is an argument)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (FileNotFoundError, ProcessLookupError, PermissionError):
+            continue
+        if str(state_dir) in cmdline and state != "Z":
+            found.append((int(proc.name), cmdline[:200]))
+    return found
