@@ -52,6 +52,44 @@ def cmd_stack(args: argparse.Namespace) -> int:
     return 0 if _print_status(stack) else 1
 
 
+def _connect(settings: StackSettings):
+    import psycopg2
+
+    return psycopg2.connect(settings.pg_dsn())
+
+
+def cmd_source(args: argparse.Namespace) -> int:
+    from cdc_lake.source.database import prepare_source
+
+    settings = _settings(args)
+    conn = _connect(settings)
+    try:
+        stats, loaded = prepare_source(
+            conn, settings.replication_user, scale=args.scale, seed=args.seed
+        )
+    finally:
+        conn.close()
+    print(f"outbox rows: {stats.rows:,} (orders {stats.orders:,}, lines {stats.order_lines:,});"
+          f" sample data {'loaded' if loaded else 'already present'}")  # fmt: skip
+    return 0
+
+
+def cmd_workload(args: argparse.Namespace) -> int:
+    from cdc_lake.source.workload import Workload
+
+    settings = _settings(args)
+    conn = _connect(settings)
+    try:
+        changes = Workload(conn, seed=args.seed).run(args.changes, args.rate, progress=print)
+    finally:
+        conn.close()
+    kinds: dict[str, int] = {}
+    for c in changes:
+        kinds[c.kind] = kinds.get(c.kind, 0) + 1
+    print(f"applied {len(changes)} changes: {kinds}")
+    return 0
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from cdc_lake.demo import run_demo
 
@@ -68,6 +106,16 @@ def main(argv: list[str] | None = None) -> int:
     stack.add_argument("action", choices=["install", "up", "down", "status"])
     stack.add_argument("--json", action="store_true", help="status as JSON, with credentials")
     stack.set_defaults(func=cmd_stack)
+    source = sub.add_parser("source", help="the source database")
+    source.add_argument("action", choices=["prepare"])
+    source.add_argument("--scale", type=float, default=1.0, help="1 = Northwind's 829 orders")
+    source.add_argument("--seed", type=int, default=42)
+    source.set_defaults(func=cmd_source)
+    workload = sub.add_parser("workload", help="apply a seeded stream of changes")
+    workload.add_argument("--changes", type=int, default=50)
+    workload.add_argument("--rate", type=float, default=5.0, help="changes per second (0: max)")
+    workload.add_argument("--seed", type=int, default=7)
+    workload.set_defaults(func=cmd_workload)
     demo = sub.add_parser("demo", help="set everything up and run the main job")
     demo.set_defaults(func=cmd_demo)
     args = parser.parse_args(argv)

@@ -79,3 +79,52 @@ def processes_using(state_dir: Path) -> list[tuple[int, str]]:
         if str(state_dir) in cmdline and state != "Z":
             found.append((int(proc.name), cmdline[:200]))
     return found
+
+
+@pytest.fixture(scope="session")
+def secret_env(local_stack: LocalStack) -> Iterator[dict[str, str]]:
+    """The resources' EnvVars, set as `dagster dev` would get them from .env."""
+    from cdc_lake.resources import local_secret_env
+
+    values = local_secret_env(local_stack.settings)
+    saved = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    yield values
+    for k, v in saved.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
+
+
+@pytest.fixture(scope="session")
+def resources(local_stack: LocalStack, secret_env: dict[str, str]) -> dict:
+    from cdc_lake.resources import local_resources
+
+    # Short flush interval: tests wait for raw files in seconds, not tens of seconds.
+    return local_resources(local_stack.settings, flush_interval_ms=1500)
+
+
+@pytest.fixture(scope="session")
+def ingested(resources: dict):
+    """The sample data through outbox -> Debezium -> Kafka -> S3 sink, materialised once."""
+    import dagster as dg
+
+    from cdc_lake.defs.raw.assets import raw_cdc_files
+    from cdc_lake.defs.source.assets import cdc_events_outbox
+    from cdc_lake.defs.streaming.assets import cdc_events_topic
+
+    result = dg.materialize(
+        [cdc_events_outbox, cdc_events_topic, raw_cdc_files], resources=resources
+    )
+    assert result.success
+    return result
+
+
+@pytest.fixture
+def pg(local_stack: LocalStack):
+    import psycopg2
+
+    conn = psycopg2.connect(local_stack.settings.pg_dsn())
+    yield conn
+    conn.close()

@@ -23,7 +23,7 @@ from cdc_lake.stack.process import (
     wait_until,
 )
 from cdc_lake.stack.services import Service, all_services
-from cdc_lake.stack.settings import PORT_OFFSETS, StackSettings
+from cdc_lake.stack.settings import PORT_OFFSETS, StackSettings, project_root
 
 
 @dataclass
@@ -37,9 +37,14 @@ class ServiceStatus:
 
 
 class LocalStack:
-    def __init__(self, settings: StackSettings | None = None, verbose: bool = True):
+    def __init__(
+        self,
+        settings: StackSettings | None = None,
+        verbose: bool = True,
+        only: list[str] | None = None,
+    ):
         self.settings = settings or StackSettings.from_env()
-        self.services = all_services(self.settings)
+        self.services = [s for s in all_services(self.settings) if not only or s.name in only]
         self.verbose = verbose
 
     def _say(self, msg: str) -> None:
@@ -69,7 +74,23 @@ class LocalStack:
             for svc in reversed(started):
                 terminate(self.pidfile(svc), svc.stop_signal)
             raise
+        self.write_env_file()
         return timings
+
+    def write_env_file(self) -> None:
+        """The resources' secrets as ``.env`` at the project root, which ``dagster dev`` loads;
+        only for the project's own stack (default state directory)."""
+        from cdc_lake.resources import local_secret_env
+
+        if self.settings.state_dir != (project_root() / ".cdc-lake").resolve():
+            return
+        path = project_root() / ".env"
+        lines = [f"{k}={v}" for k, v in local_secret_env(self.settings).items()]
+        lines.append(f"CDC_LAKE_PORT_BASE={self.settings.port_base}")
+        path.write_text(
+            "# written by `cdc-lake stack up`; do not commit\n" + "\n".join(lines) + "\n"
+        )
+        path.chmod(0o600)
 
     def _start(self, svc: Service) -> bool:
         pidfile = self.pidfile(svc)
@@ -167,10 +188,7 @@ class LocalStack:
             "state_dir": str(s.state_dir),
             "jars_dir": str(s.jars_dir),
             "healthy": all(st.healthy for st in statuses.values()),
-            "postgres": statuses["postgres"].details,
-            "kafka": statuses["kafka"].details,
-            "connect": statuses["connect"].details,
-            "s3": statuses["s3"].details,
+            **{name: st.details for name, st in statuses.items()},
             "spark": {"jars": spark_jars, "master": "local[*]", "ready": bool(spark_jars)},
             "services": {
                 name: {

@@ -1,0 +1,83 @@
+"""Raw CDC files: the topic written to S3 as JSON lines by an S3 sink connector.
+
+Materialising checks the bucket, creates or updates the sink connector, waits for it to be
+RUNNING and for its consumer group to have committed the whole topic, which the sink does only
+after the objects holding those records are uploaded. Object keys increase within each topic
+partition (start offset, zero-padded), so readers resume listing after the last key they saw.
+A restarted sink rewrites the same key for the same start offset, so redelivery never creates
+a second copy of an object.
+"""
+
+import dagster as dg
+from botocore.exceptions import ClientError
+from dagster_aws.s3 import S3Resource
+
+from cdc_lake.defs.streaming.assets import TOPIC_KEY
+from cdc_lake.raw.objects import list_new_objects
+from cdc_lake.resources import (
+    CdcPipelineResource,
+    KafkaConnectResource,
+    KafkaResource,
+    PostgresResource,
+)
+from cdc_lake.streaming.topics import wait_for_consumer
+
+RAW_KEY = dg.AssetKey(["s3", "raw", "cdc_events"])
+
+
+class MissingBucketError(RuntimeError):
+    pass
+
+
+@dg.asset(
+    key=RAW_KEY,
+    deps=[TOPIC_KEY],
+    group_name="raw",
+    kinds={"s3", "kafka"},
+    owners=["team:data-platform"],
+    tags={"stage": "raw"},
+)
+def raw_cdc_files(
+    context: dg.AssetExecutionContext,
+    postgres: PostgresResource,
+    kafka: KafkaResource,
+    kafka_connect: KafkaConnectResource,
+    s3: S3Resource,
+    cdc: CdcPipelineResource,
+) -> dg.MaterializeResult:
+    """JSON-lines objects under s3://<raw bucket>/<raw prefix><topic>/partition=<p>/, one change
+    event per line, flushed by record count and by interval."""
+    client = s3.get_client()
+    try:
+        client.head_bucket(Bucket=cdc.raw_bucket)
+    except ClientError as e:
+        raise MissingBucketError(
+            f"raw bucket {cdc.raw_bucket!r} is missing or not accessible "
+            f"({e.response.get('Error', {}).get('Code')}). Fix: create it (`cdc-lake stack up` "
+            "creates the local buckets) or correct the raw_bucket setting."
+        ) from e
+    connect = kafka_connect.client()
+    name = cdc.sink_connector_name
+    settings = cdc.connector_settings(postgres)
+    config = settings.s3_sink_local() if cdc.s3_endpoint else settings.s3_sink_msk()
+    action = connect.ensure_connector(name, config)
+    context.log.info(f"connector {name}: {action}; waiting for RUNNING")
+    status = connect.wait_running(name, timeout_s=cdc.connector_timeout_s)
+    ends = wait_for_consumer(
+        kafka.client_conf(), f"connect-{name}", cdc.topic, timeout_s=cdc.connector_timeout_s
+    )
+    objects, cursor = list_new_objects(client, cdc.raw_bucket, cdc.raw_prefix, {})
+    last_key = max((o.key for o in objects), default=None)
+    return dg.MaterializeResult(
+        metadata={
+            "location": dg.MetadataValue.path(f"s3://{cdc.raw_bucket}/{cdc.raw_prefix}"),
+            "objects": dg.MetadataValue.int(len(objects)),
+            "bytes": dg.MetadataValue.int(sum(o.size for o in objects)),
+            "last_key": dg.MetadataValue.text(last_key or ""),
+            "last_key_per_partition": dg.MetadataValue.json(cursor),
+            "records_flushed": dg.MetadataValue.int(sum(ends.values())),
+            "connector": dg.MetadataValue.text(name),
+            "connector_action": dg.MetadataValue.text(action),
+            "connector_state": dg.MetadataValue.text(status["connector"]["state"]),
+        }
+    )

@@ -1,0 +1,1 @@
+"""The raw CDC files the S3 sink writes: key layout and incremental listing."""

@@ -1,0 +1,1 @@
+"""Kafka Connect and Kafka: connector configs, the Connect REST client, topic inspection."""

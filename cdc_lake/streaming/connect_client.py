@@ -1,0 +1,175 @@
+"""A small Kafka Connect REST client: create or update a connector, wait for it, explain failures.
+
+``ensure_connector`` is idempotent. An unchanged config is not PUT again, because a PUT restarts
+the connector. A connector or task left FAILED by an earlier run is restarted after its config
+is applied, so rerunning after a fix works.
+
+Every failure raises ``ConnectError`` with the cause: Connect unreachable, config rejected (with
+the validation messages), or a FAILED connector/task (with the worker's stack trace).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Callable
+from typing import Any
+
+
+class ConnectError(RuntimeError):
+    pass
+
+
+class ConnectClient:
+    def __init__(self, url: str, timeout_s: float = 15.0):
+        self.url = url.rstrip("/")
+        self.timeout_s = timeout_s
+
+    def _request(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
+        data = json.dumps(body).encode() if body is not None else None
+        req = urllib.request.Request(
+            f"{self.url}{path}",
+            data=data,
+            method=method,
+            headers={"Content-Type": "application/json", "Accept": "application/json"},
+        )
+        try:
+            with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:  # noqa: S310
+                raw = resp.read()
+                return resp.status, json.loads(raw) if raw else None
+        except urllib.error.HTTPError as e:
+            raw = e.read()
+            try:
+                payload = json.loads(raw) if raw else None
+            except json.JSONDecodeError:
+                payload = {"message": raw.decode(errors="replace")}
+            return e.code, payload
+        except (urllib.error.URLError, OSError) as e:
+            raise ConnectError(
+                f"Kafka Connect at {self.url} is unreachable ({getattr(e, 'reason', e)}). "
+                "Fix: start it (`cdc-lake stack up` locally) or correct the Connect URL setting."
+            ) from e
+
+    def _ok(self, method: str, path: str, body: Any = None) -> Any:
+        status, payload = self._request(method, path, body)
+        if status >= 400:
+            message = payload.get("message") if isinstance(payload, dict) else payload
+            raise ConnectError(f"Kafka Connect {method} {path} failed ({status}): {message}")
+        return payload
+
+    def plugins(self) -> list[dict[str, str]]:
+        return self._ok("GET", "/connector-plugins?connectorsOnly=true")
+
+    def connectors(self) -> list[str]:
+        return self._ok("GET", "/connectors")
+
+    def config(self, name: str) -> dict[str, str] | None:
+        status, payload = self._request("GET", f"/connectors/{urllib.parse.quote(name)}/config")
+        if status == 404:
+            return None
+        if status >= 400:
+            raise ConnectError(f"Kafka Connect: reading {name}'s config failed ({status})")
+        return payload
+
+    def status(self, name: str) -> dict[str, Any] | None:
+        status, payload = self._request("GET", f"/connectors/{urllib.parse.quote(name)}/status")
+        if status == 404:
+            return None
+        if status >= 400:
+            raise ConnectError(f"Kafka Connect: reading {name}'s status failed ({status})")
+        return payload
+
+    def validate(self, config: dict[str, str]) -> list[str]:
+        """Config errors as 'key: message' lines (empty when valid)."""
+        cls = config["connector.class"].rsplit(".", 1)[-1]
+        payload = self._ok("PUT", f"/connector-plugins/{cls}/config/validate", config)
+        errors = []
+        for item in payload.get("configs", []):
+            value = item.get("value", {})
+            for err in value.get("errors", []):
+                errors.append(f"{value.get('name')}: {err}")
+        return errors
+
+    def put_config(self, name: str, config: dict[str, str]) -> bool:
+        """Create or update; returns True if the connector was created."""
+        status, payload = self._request(
+            "PUT", f"/connectors/{urllib.parse.quote(name)}/config", config
+        )
+        if status >= 400:
+            message = payload.get("message") if isinstance(payload, dict) else payload
+            raise ConnectError(f"Kafka Connect rejected connector {name!r} ({status}): {message}")
+        return status == 201
+
+    def create(self, name: str, config: dict[str, str], initial_state: str = "RUNNING") -> None:
+        """POST a new connector; ``initial_state`` STOPPED or PAUSED creates it without running
+        it (KIP-980)."""
+        body = {"name": name, "config": config, "initial_state": initial_state}
+        self._ok("POST", "/connectors", body)
+
+    def restart(self, name: str, only_failed: bool = True) -> None:
+        q = f"includeTasks=true&onlyFailed={'true' if only_failed else 'false'}"
+        self._ok("POST", f"/connectors/{urllib.parse.quote(name)}/restart?{q}")
+
+    def delete(self, name: str) -> None:
+        status, _ = self._request("DELETE", f"/connectors/{urllib.parse.quote(name)}")
+        if status >= 400 and status != 404:
+            raise ConnectError(f"Kafka Connect: deleting {name} failed ({status})")
+
+    def ensure_connector(self, name: str, config: dict[str, str]) -> str:
+        """Apply the config; returns 'created', 'updated' or 'unchanged'."""
+        current = self.config(name)
+        wanted = {**config, "name": name}
+        if current is not None and current == wanted:
+            action = "unchanged"
+        else:
+            created = self.put_config(name, config)
+            action = "created" if created else "updated"
+        st = self.status(name)
+        if st and (
+            st["connector"]["state"] == "FAILED"
+            or any(t["state"] == "FAILED" for t in st.get("tasks", []))
+        ):
+            self.restart(name, only_failed=True)
+        return action
+
+    def wait_running(
+        self,
+        name: str,
+        timeout_s: float = 120.0,
+        poll_s: float = 1.0,
+        log: Callable[[str], None] | None = None,
+    ) -> dict[str, Any]:
+        """Wait for the connector and all its tasks to be RUNNING; raise with the trace if any
+        of them FAILED."""
+        deadline = time.monotonic() + timeout_s
+        last: dict[str, Any] | None = None
+        while time.monotonic() < deadline:
+            last = self.status(name)
+            if last is not None:
+                failure = failure_trace(last)
+                if failure:
+                    raise ConnectError(f"connector {name!r} FAILED: {failure}")
+                tasks = last.get("tasks", [])
+                if (
+                    last["connector"]["state"] == "RUNNING"
+                    and tasks
+                    and all(t["state"] == "RUNNING" for t in tasks)
+                ):
+                    return last
+            time.sleep(poll_s)
+        states = json.dumps(last) if last else "not found"
+        raise ConnectError(f"connector {name!r} not RUNNING after {timeout_s:.0f}s: {states}")
+
+
+def failure_trace(status: dict[str, Any]) -> str | None:
+    """The first FAILED component's trace, or None."""
+    conn = status.get("connector", {})
+    if conn.get("state") == "FAILED":
+        return f"connector on {conn.get('worker_id')}: {conn.get('trace', '(no trace)')}"
+    for task in status.get("tasks", []):
+        if task.get("state") == "FAILED":
+            return f"task {task.get('id')} on {task.get('worker_id')}: {task.get('trace')}"
+    return None

@@ -1,0 +1,161 @@
+"""Render connector configs from the templates in ``connectors/``: the one code path for every
+environment.
+
+Templates are JSON objects whose values may hold ``{{name}}`` placeholders. Rendering is strict:
+a placeholder without a value, or a value the template never uses, is an error that names the
+template, so a typo cannot silently deploy a half-configured connector.
+
+Secrets are never values here. A secret setting holds a config-provider reference such as
+``${env:CDC_LAKE_REPLICATION_PASSWORD}`` (local Connect) or ``${secretsmanager:...}`` (MSK
+Connect), which the worker resolves when it starts the task.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from cdc_lake.stack.settings import StackSettings, project_root
+
+PLACEHOLDER = re.compile(r"\{\{\s*([a-z0-9_]+)\s*\}\}")
+SCHEMA_TABLE = "datalake.cdc_events"
+
+DEBEZIUM_TEMPLATE = "debezium-postgres.json"
+S3_SINK_LOCAL_TEMPLATE = "s3-sink-local.json"
+S3_SINK_MSK_TEMPLATE = "s3-sink-msk-lenses.json"
+
+
+class ConnectorConfigError(ValueError):
+    pass
+
+
+def connectors_dir() -> Path:
+    return project_root() / "connectors"
+
+
+def topic_name(topic_prefix: str) -> str:
+    """Debezium's topic for the outbox table: ``<prefix>.datalake.cdc_events``."""
+    return f"{topic_prefix}.{SCHEMA_TABLE}"
+
+
+def render_connector_config(template: str | Path, values: Mapping[str, object]) -> dict[str, str]:
+    path = Path(template)
+    if not path.is_absolute():
+        path = connectors_dir() / path
+    try:
+        raw = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as e:
+        raise ConnectorConfigError(f"connector template {path}: {e}") from e
+    used: set[str] = set()
+    missing: set[str] = set()
+
+    def substitute(match: re.Match[str]) -> str:
+        name = match.group(1)
+        used.add(name)
+        if name not in values or values[name] is None:
+            missing.add(name)
+            return match.group(0)
+        return str(values[name])
+
+    rendered = {key: PLACEHOLDER.sub(substitute, str(value)) for key, value in raw.items()}
+    if missing:
+        raise ConnectorConfigError(
+            f"connector template {path.name}: no value for {sorted(missing)}"
+        )
+    unused = set(values) - used
+    if unused:
+        raise ConnectorConfigError(
+            f"connector template {path.name}: settings {sorted(unused)} are not used by it"
+        )
+    return rendered
+
+
+@dataclass(frozen=True)
+class CdcConnectorSettings:
+    """Everything the two connectors need, for any environment."""
+
+    topic_prefix: str
+    pg_host: str
+    pg_port: int
+    pg_database: str
+    replication_user: str
+    replication_password_ref: str
+    raw_bucket: str
+    raw_prefix: str
+    region: str
+    slot_name: str = "cdc_lake_slot"
+    publication: str = "cdc_publication"
+    flush_records: int = 1000
+    flush_interval_ms: int = 10_000
+    s3_endpoint: str | None = None
+    s3_access_key_ref: str | None = None
+    s3_secret_key_ref: str | None = None
+
+    @property
+    def topic(self) -> str:
+        return topic_name(self.topic_prefix)
+
+    @staticmethod
+    def local(settings: StackSettings, topic_prefix: str = "cdc") -> CdcConnectorSettings:
+        # Refs, not secrets: the stack starts the Connect worker with these variables set.
+        return CdcConnectorSettings(
+            topic_prefix=topic_prefix,
+            pg_host=settings.host,
+            pg_port=settings.port("postgres"),
+            pg_database=settings.pg_database,
+            replication_user=settings.replication_user,
+            replication_password_ref="${env:CDC_LAKE_REPLICATION_PASSWORD}",
+            raw_bucket=settings.raw_bucket,
+            raw_prefix="cdc-events/",
+            region=settings.region,
+            s3_endpoint=settings.s3_endpoint,
+            s3_access_key_ref="${env:CDC_LAKE_S3_ACCESS_KEY}",
+            s3_secret_key_ref="${env:CDC_LAKE_S3_SECRET_KEY}",
+        )
+
+    def debezium(self) -> dict[str, str]:
+        return render_connector_config(
+            DEBEZIUM_TEMPLATE,
+            {
+                "publication": self.publication,
+                "slot_name": self.slot_name,
+                "pg_host": self.pg_host,
+                "pg_port": self.pg_port,
+                "replication_user": self.replication_user,
+                "replication_password": self.replication_password_ref,
+                "pg_database": self.pg_database,
+                "topic_prefix": self.topic_prefix,
+            },
+        )
+
+    def s3_sink_local(self) -> dict[str, str]:
+        return render_connector_config(
+            S3_SINK_LOCAL_TEMPLATE,
+            {
+                "topic": self.topic,
+                "raw_bucket": self.raw_bucket,
+                "raw_prefix": self.raw_prefix,
+                "s3_endpoint": self.s3_endpoint,
+                "region": self.region,
+                "s3_access_key": self.s3_access_key_ref,
+                "s3_secret_key": self.s3_secret_key_ref,
+                "flush_records": self.flush_records,
+                "flush_interval_ms": self.flush_interval_ms,
+            },
+        )
+
+    def s3_sink_msk(self) -> dict[str, str]:
+        return render_connector_config(
+            S3_SINK_MSK_TEMPLATE,
+            {
+                "topic": self.topic,
+                "raw_bucket": self.raw_bucket,
+                "raw_prefix_no_slash": self.raw_prefix.rstrip("/"),
+                "region": self.region,
+                "flush_records": self.flush_records,
+                "flush_interval_s": max(1, self.flush_interval_ms // 1000),
+            },
+        )

@@ -1,0 +1,119 @@
+"""Read-only views of a Kafka topic: partitions, offsets, and (for small topics) its records."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from confluent_kafka import Consumer, KafkaException, TopicPartition
+
+
+def _consumer(conf: Mapping[str, Any]) -> Consumer:
+    return Consumer(
+        {
+            **conf,
+            "group.id": "cdc-lake-inspector",
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            "log_level": 3,
+        }
+    )
+
+
+def end_offsets(conf: Mapping[str, Any], topic: str, timeout_s: float = 10.0) -> dict[int, int]:
+    """High watermark per partition. Raises KeyError if the topic does not exist."""
+    consumer = _consumer(conf)
+    try:
+        meta = consumer.list_topics(topic, timeout=timeout_s)
+        info = meta.topics.get(topic)
+        if info is None or info.error is not None or not info.partitions:
+            raise KeyError(f"Kafka topic {topic!r} does not exist")
+        out = {}
+        for p in sorted(info.partitions):
+            _, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout_s)
+            out[p] = high
+        return out
+    except KafkaException as e:
+        raise ConnectionError(f"Kafka at {conf.get('bootstrap.servers')}: {e}") from e
+    finally:
+        consumer.close()
+
+
+def wait_for_offsets(
+    conf: Mapping[str, Any], topic: str, at_least: int, timeout_s: float = 120.0
+) -> dict[int, int]:
+    """Wait until the topic holds ``at_least`` records in total; returns the end offsets."""
+    deadline = time.monotonic() + timeout_s
+    last: dict[int, int] = {}
+    while time.monotonic() < deadline:
+        try:
+            last = end_offsets(conf, topic)
+        except KeyError:
+            last = {}
+        if sum(last.values()) >= at_least:
+            return last
+        time.sleep(1.0)
+    raise TimeoutError(
+        f"topic {topic!r} holds {sum(last.values())} records after {timeout_s:.0f}s; "
+        f"expected at least {at_least}"
+    )
+
+
+def read_all(
+    conf: Mapping[str, Any], topic: str, timeout_s: float = 60.0
+) -> list[dict[str, Any] | None]:
+    """Every record of the topic as parsed JSON (None for tombstones), partition by partition.
+    For tests and small topics only."""
+    ends = end_offsets(conf, topic)
+    consumer = _consumer(conf)
+    out: list[dict[str, Any] | None] = []
+    try:
+        consumer.assign([TopicPartition(topic, p, 0) for p in ends])
+        remaining = {p: e for p, e in ends.items() if e > 0}
+        deadline = time.monotonic() + timeout_s
+        while remaining and time.monotonic() < deadline:
+            msg = consumer.poll(0.5)
+            if msg is None or msg.error():
+                continue
+            value = msg.value()
+            out.append(json.loads(value) if value else None)
+            part, offset = msg.partition(), msg.offset()
+            if part is not None and offset is not None and offset + 1 >= remaining.get(part, 0):
+                remaining.pop(part, None)
+        if remaining:
+            raise TimeoutError(f"could not read all of {topic!r} in {timeout_s:.0f}s")
+        return out
+    finally:
+        consumer.close()
+
+
+def committed_offsets(
+    conf: Mapping[str, Any], group: str, topic: str, partitions: list[int], timeout_s: float = 10.0
+) -> dict[int, int]:
+    """The consumer group's committed offset per partition (0 where it has none)."""
+    consumer = Consumer({**conf, "group.id": group, "enable.auto.commit": False, "log_level": 3})
+    try:
+        got = consumer.committed([TopicPartition(topic, p) for p in partitions], timeout=timeout_s)
+        return {tp.partition: max(tp.offset, 0) for tp in got}
+    finally:
+        consumer.close()
+
+
+def wait_for_consumer(
+    conf: Mapping[str, Any], group: str, topic: str, timeout_s: float = 120.0
+) -> dict[int, int]:
+    """Wait until the group has committed up to the topic's current end in every partition."""
+    ends = end_offsets(conf, topic)
+    deadline = time.monotonic() + timeout_s
+    done: dict[int, int] = {}
+    while time.monotonic() < deadline:
+        done = committed_offsets(conf, group, topic, list(ends))
+        if all(done.get(p, 0) >= end for p, end in ends.items()):
+            return ends
+        time.sleep(1.0)
+    raise TimeoutError(
+        f"consumer group {group!r} committed {done} of {topic!r} after {timeout_s:.0f}s; "
+        f"the topic ends at {ends}"
+    )

@@ -1,0 +1,72 @@
+"""The original Northwind dump, loaded by the user, is used as it is: 829 events."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import dagster as dg
+import psycopg2
+from psycopg2 import sql
+
+from cdc_lake.defs.raw.assets import RAW_KEY, raw_cdc_files
+from cdc_lake.defs.source.assets import OUTBOX_KEY, cdc_events_outbox
+from cdc_lake.defs.streaming.assets import TOPIC_KEY, cdc_events_topic
+from cdc_lake.resources import local_resources
+from cdc_lake.stack import LocalStack
+from cdc_lake.stack.services import Postgres
+from cdc_lake_tests.ingestion.helpers import metadata, raw_events
+
+DUMP = Path(__file__).resolve().parents[3] / "shared" / "reference" / "northwind"
+
+
+def create_database(stack: LocalStack, name: str) -> None:
+    svc = stack.service("postgres")
+    assert isinstance(svc, Postgres)
+    admin = svc._connect()
+    admin.autocommit = True
+    with admin.cursor() as cur:
+        cur.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+        cur.execute(
+            sql.SQL("CREATE DATABASE {} OWNER {}").format(
+                sql.Identifier(name), sql.Identifier(stack.settings.pg_user)
+            )
+        )
+        cur.execute(
+            sql.SQL("GRANT CONNECT ON DATABASE {} TO {}").format(
+                sql.Identifier(name), sql.Identifier(stack.settings.replication_user)
+            )
+        )
+    admin.close()
+
+
+def test_original_dump_yields_829_events(local_stack: LocalStack, secret_env):
+    assert (DUMP / "northwind_ddl.sql").is_file(), f"reference dump not found at {DUMP}"
+    create_database(local_stack, "northwind_ref")
+    s = local_stack.settings
+    dsn = s.pg_dsn().rsplit("/", 1)[0] + "/northwind_ref"
+    with psycopg2.connect(dsn) as conn, conn.cursor() as cur:
+        cur.execute("CREATE SCHEMA datalake; SET search_path TO datalake")
+        cur.execute((DUMP / "northwind_ddl.sql").read_text())
+        cur.execute((DUMP / "northwind_data.sql").read_text())
+    resources = local_resources(
+        s,
+        database="northwind_ref",
+        topic_prefix="ref",
+        slot_name="ref_slot",
+        raw_prefix="ref-events/",
+        flush_interval_ms=1500,
+    )
+    result = dg.materialize(
+        [cdc_events_outbox, cdc_events_topic, raw_cdc_files], resources=resources
+    )
+    assert result.success
+    outbox = metadata(result, OUTBOX_KEY)
+    assert outbox["sample_data_loaded"] is False  # the dump's own data, nothing generated
+    assert outbox["dagster/row_count"] == 829 and outbox["order_lines"] == 2152
+    assert metadata(result, TOPIC_KEY)["records"] == 829
+    assert metadata(result, RAW_KEY)["records_flushed"] == 829
+    client = local_stack.service("s3").client()  # type: ignore[attr-defined]
+    events = raw_events(client, s.raw_bucket, "ref-events/")
+    assert len(events) == 829
+    assert {e["__db"] for e in events} == {"northwind_ref"}
+    assert 11077 in {e["order_id"] for e in events} and 11075 not in {e["order_id"] for e in events}
