@@ -13,9 +13,12 @@ from typing import Any
 import dagster as dg
 import psycopg2
 from dagster_aws.s3 import S3Resource
+from dagster_pyspark import PySparkResource
 from psycopg2.extensions import connection as PgConnection
 
+from cdc_lake.lake.hudi import HudiTableConfig
 from cdc_lake.stack.settings import StackSettings
+from cdc_lake.stack.spark import spark_conf
 from cdc_lake.streaming.connect_client import ConnectClient
 from cdc_lake.streaming.connect_config import CdcConnectorSettings, topic_name
 
@@ -133,7 +136,47 @@ class CdcPipelineResource(dg.ConfigurableResource):
         )
 
 
-LOCAL_SECRET_VARS = ("CDC_LAKE_PG_PASSWORD", "CDC_LAKE_S3_ACCESS_KEY", "CDC_LAKE_S3_SECRET_KEY")
+class LakeResource(dg.ConfigurableResource):
+    """Where the lake lives and how its Hudi table is written."""
+
+    lake_bucket: str
+    scheme: str = "s3a"  # Hadoop's filesystem scheme: s3a locally, s3 on EMR
+    table_prefix: str = "lake/cdc_events"
+    order_items_prefix: str = "marts/order_items"
+    quarantine_prefix: str = "quarantine/cdc_events"
+    table_type: str = "COPY_ON_WRITE"
+    partition_field: str = "order_year"
+    delete_mode: str = "hard"
+    quarantine: bool = False
+    parallelism: int = 2
+    compaction_delta_commits: int = 5
+    hudi_options: dict[str, str] = {}
+
+    def uri(self, prefix: str) -> str:
+        return f"{self.scheme}://{self.lake_bucket}/{prefix}"
+
+    @property
+    def table_path(self) -> str:
+        return self.uri(self.table_prefix)
+
+    @property
+    def order_items_path(self) -> str:
+        return self.uri(self.order_items_prefix)
+
+    @property
+    def quarantine_path(self) -> str:
+        return self.uri(self.quarantine_prefix)
+
+    def table_config(self) -> HudiTableConfig:
+        return HudiTableConfig(
+            base_path=self.table_path,
+            table_type=self.table_type,
+            partition_field=self.partition_field,
+            delete_mode=self.delete_mode,
+            parallelism=self.parallelism,
+            compaction_delta_commits=self.compaction_delta_commits,
+            extra_options=dict(self.hudi_options),
+        )
 
 
 def local_secret_env(settings: StackSettings) -> dict[str, str]:
@@ -142,13 +185,20 @@ def local_secret_env(settings: StackSettings) -> dict[str, str]:
         "CDC_LAKE_PG_PASSWORD": c.pg_password,
         "CDC_LAKE_S3_ACCESS_KEY": c.s3_access_key,
         "CDC_LAKE_S3_SECRET_KEY": c.s3_secret_key,
+        # Read by Spark's s3a (EnvironmentVariableCredentialsProvider) in the JVM.
+        "AWS_ACCESS_KEY_ID": c.s3_access_key,
+        "AWS_SECRET_ACCESS_KEY": c.s3_secret_key,
     }
 
 
-def local_resources(settings: StackSettings | None = None, **pipeline: Any) -> dict[str, Any]:
+def local_resources(
+    settings: StackSettings | None = None, lake: dict[str, Any] | None = None, **pipeline: Any
+) -> dict[str, Any]:
     """The local stack's resource set. Secrets are EnvVars; ``local_secret_env`` has values."""
     s = settings or StackSettings.from_env()
     return {
+        "pyspark": PySparkResource(spark_config=spark_conf(s, with_keys=False)),
+        "lake": LakeResource(**{"lake_bucket": s.lake_bucket, **(lake or {})}),
         "postgres": PostgresResource(
             host=s.host,
             port=s.port("postgres"),

@@ -1,0 +1,355 @@
+"""From raw Debezium lines to lake rows: parse, validate, order, deduplicate, flatten.
+
+Pure functions of DataFrames: no I/O, no Hudi, no S3. The input is the S3 sink's JSON lines of
+the ``datalake.cdc_events`` topic (ExtractNewRecordState, JSON without schemas), one change of
+one order per line.
+
+Bad input
+    ``parse_raw_lines`` never drops or fails on a line. Blank lines are skipped; every other line
+    comes out either as an event or with ``error`` set to a short reason, named by its S3 key and
+    1-based line number. A line is bad when it is not exactly one JSON object (invalid or
+    truncated JSON, two objects on one line), a number field has the wrong type, ``order_id`` /
+    ``__op`` / ``__lsn`` / ``__source_ts_ms`` is missing or null, ``__op`` is not one of r, c, u,
+    d, ``__deleted`` is not "true"/"false", ``__lsn`` or ``__source_ts_ms`` is out of range, or
+    ``updated_at`` is not a timestamp.
+
+    How Spark 3.5's ``from_json`` in PERMISSIVE mode behaves (checked, and covered by tests): a
+    wrong type in a number field (``"order_id": "abc"``, ``"__lsn": "x"``, ``1.5`` for a long, an
+    int overflow) fills ``_corrupt_record`` and, with ``spark.sql.json.enablePartialResults``
+    (default true), keeps the other fields. A number, object or array in a *string* field is
+    not an error: Spark keeps its JSON text (``7`` -> ``"7"``), so a JSON column sent as a real
+    object still arrives as the JSON text the lake stores. Content after the first JSON value is
+    silently ignored (``{...}{...}`` parses as the first object), so lines are also checked with
+    ``json_array_length('[' || line || ']')``, which rejects that. ``{}`` and explicit nulls
+    are not corrupt; the required-field check catches them.
+
+Ordering
+    Per order, the event with the greatest ``(__source_ts_ms, __lsn)`` wins. ``cdc_ordering``
+    encodes that pair as one zero-padded string (15 + 20 digits) whose lexical order is the
+    numeric order; it is the Hudi ordering (precombine) field, so the table keeps the newest
+    version across batches too. Within a batch ``latest_per_key`` picks the same row; equal
+    ``(ts, lsn)`` is broken by operation (d > u > c > r), then ``updated_at``, then the remaining
+    columns, so the choice never depends on partitioning or input order.
+
+Deletes
+    A delete event carries the whole old row with ``__deleted`` "true". It becomes a row with
+    ``is_deleted`` true (also when ``__op`` is d), not a missing row, and it competes in
+    ``latest_per_key`` like any change: a delete newer than an update wins, an older one loses.
+    The writer then removes the row (hard delete) or keeps it (soft delete, so an older event
+    arriving in a later batch still loses to it). Readers such as ``flatten_order_items`` skip
+    deleted rows.
+
+Idempotency
+    Every function is deterministic: the same lines give the same rows and the same winner per
+    order, and upserting by ``order_id`` with ``cdc_ordering`` as the ordering field makes
+    replaying a file, or a whole batch, a no-op.
+"""
+
+from __future__ import annotations
+
+from functools import reduce
+
+from pyspark.sql import Column, DataFrame, SparkSession, Window
+from pyspark.sql import functions as F
+from pyspark.sql.types import (
+    ArrayType,
+    DoubleType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+)
+
+CORRUPT_COLUMN = "_corrupt_record"
+OPS = ("r", "c", "u", "d")
+# Ranks for breaking a (ts, lsn) tie: a delete beats an update beats an insert beats a snapshot.
+_OP_RANK = {"d": 3, "u": 2, "c": 1, "r": 0}
+REQUIRED_FIELDS = ("order_id", "__op", "__lsn", "__source_ts_ms")
+# cdc_ordering pads ts to 15 and lsn to 20 digits; values outside that range would break it.
+MAX_SOURCE_TS_MS = 10**15 - 1
+NULL_PARTITION = "__null__"
+
+RAW_EVENT_SCHEMA = StructType(
+    [
+        StructField("order_id", LongType()),
+        StructField("customer_id", StringType()),
+        StructField("order_date", IntegerType()),
+        StructField("required_date", IntegerType()),
+        StructField("shipped_date", IntegerType()),
+        StructField("order_items", StringType()),
+        StructField("products", StringType()),
+        StructField("customer", StringType()),
+        StructField("employee", StringType()),
+        StructField("shipper", StringType()),
+        StructField("shipment", StringType()),
+        StructField("updated_at", StringType()),
+        StructField("__deleted", StringType()),
+        StructField("__op", StringType()),
+        StructField("__db", StringType()),
+        StructField("__table", StringType()),
+        StructField("__schema", StringType()),
+        StructField("__lsn", LongType()),
+        StructField("__source_ts_ms", LongType()),
+        StructField(CORRUPT_COLUMN, StringType()),
+    ]
+)
+
+LAKE_COLUMNS = (
+    "order_id",
+    "customer_id",
+    "order_date",
+    "required_date",
+    "shipped_date",
+    "order_items",
+    "products",
+    "customer",
+    "employee",
+    "shipper",
+    "shipment",
+    "updated_at",
+    "cdc_op",
+    "cdc_lsn",
+    "cdc_source_ts_ms",
+    "is_deleted",
+    "cdc_ordering",
+    "order_year",
+)
+
+ORDER_ITEMS_SCHEMA = ArrayType(
+    StructType(
+        [
+            StructField("discount", DoubleType()),
+            StructField("quantity", LongType()),
+            StructField("product_id", LongType()),
+            StructField("unit_price", DoubleType()),
+        ]
+    )
+)
+# Only what the flattening needs; from_json ignores the other keys.
+PRODUCTS_SCHEMA = ArrayType(
+    StructType(
+        [
+            StructField("product_id", LongType()),
+            StructField("product_name", StringType()),
+        ]
+    )
+)
+
+
+def lines_from_text(spark: SparkSession, key_and_text: list[tuple[str, str]]) -> DataFrame:
+    """``(source_key, line_no, value)`` rows from whole-file texts, for tests and small runs.
+
+    Lines are split at \\n only, like the ingestion's reader of whole files, so both number
+    lines alike; a \\r before it stays in the line and JSON parsing treats it as whitespace.
+    A final \\n does not start another line.
+    """
+    files = [(key, text.removesuffix("\n")) for key, text in key_and_text]
+    files = [(key, text) for key, text in files if text != ""]
+    # Texts go in as literals and are split in the JVM: a DataFrame made from Python rows
+    # starts Python workers for every action on it.
+    texts = F.array(
+        *[
+            F.struct(F.lit(key).alias("source_key"), F.lit(text).alias("text"))
+            for key, text in files or [("", "")]
+        ]
+    )
+    return (
+        spark.range(1 if files else 0)
+        .select(F.inline(texts))
+        .select("source_key", F.posexplode(F.split("text", "\n")).alias("pos", "value"))
+        .select(
+            F.col("source_key"),
+            (F.col("pos") + 1).cast(IntegerType()).alias("line_no"),
+            F.col("value"),
+        )
+    )
+
+
+def parse_raw_lines(lines: DataFrame) -> DataFrame:
+    """Parse ``(source_key, line_no, value)`` lines into events.
+
+    Output: the ``RAW_EVENT_SCHEMA`` columns (``_corrupt_record`` included), ``source_key``,
+    ``line_no``, ``value`` and ``error`` (null for a good line). Blank lines are dropped.
+    """
+    value = F.col("value")
+    # Explicit options also stop the optimizer from pruning the parse schema, which would
+    # hide type errors in fields nobody selects.
+    event = F.from_json(
+        value,
+        RAW_EVENT_SCHEMA,
+        {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT_COLUMN},
+    )
+    # from_json stops after the first value; as an array element, trailing content is an error.
+    n_values = F.json_array_length(F.concat(F.lit("["), value, F.lit("]")))
+    parsed = (
+        lines.where(value.isNotNull() & ~value.rlike(r"^\s*$"))
+        # Parsing inside a generator: the optimizer would otherwise push a later filter on
+        # `error` below the parse and inline from_json into it once per field it reads.
+        .select(
+            "source_key",
+            "line_no",
+            "value",
+            F.inline(F.array(F.struct(event.alias("_event"), n_values.alias("_n_values")))),
+        )
+        .select("_event.*", "source_key", "line_no", "value", "_n_values")
+    )
+    partial = lines.sparkSession.conf.get("spark.sql.json.enablePartialResults", "true")
+    error = _error_reason(F.col("_n_values"), precise_types=partial == "true")
+    return parsed.withColumn("error", error).drop("_n_values")
+
+
+def _error_reason(n_values: Column, precise_types: bool) -> Column:
+    """The first problem of a line, or null. A CASE, so a good line costs one pass of checks."""
+    value = F.col("value")
+    if precise_types:
+        # Null after parsing although the line has a non-null value there: that field's type.
+        typed = [f for f in RAW_EVENT_SCHEMA.fields if not isinstance(f.dataType, StringType)]
+        culprits = F.concat_ws(
+            ", ",
+            *[
+                F.when(
+                    F.col(f.name).isNull() & F.get_json_object(value, f"$.{f.name}").isNotNull(),
+                    F.lit(f"{f.name} is not {f.dataType.simpleString()}"),
+                )
+                for f in typed
+            ],
+        )
+        wrong_type = F.concat_ws(": ", F.lit("wrong type"), F.nullif(culprits, F.lit("")))
+    else:
+        # Without partial results every field is null, so the culprit cannot be named.
+        wrong_type = F.lit("wrong type")
+
+    required = [F.col(name) for name in REQUIRED_FIELDS]
+    missing = F.concat_ws(
+        ", ", *[F.when(F.col(name).isNull(), F.lit(name)) for name in REQUIRED_FIELDS]
+    )
+    op, deleted = F.col("__op"), F.col("__deleted")
+    ts, updated_at = F.col("__source_ts_ms"), F.col("updated_at")
+    return (
+        F.when(n_values.isNull(), F.lit("not valid JSON"))
+        .when(n_values != 1, F.lit("more than one JSON value on the line"))
+        .when(~value.rlike(r"^\s*\{"), F.lit("not a JSON object"))
+        .when(F.col(CORRUPT_COLUMN).isNotNull(), wrong_type)
+        .when(
+            reduce(lambda a, b: a | b, [c.isNull() for c in required]),
+            F.concat(F.lit("missing or null: "), missing),
+        )
+        .when(~op.isin(*OPS), F.concat(F.lit("unknown __op '"), F.substring(op, 1, 20), F.lit("'")))
+        .when(
+            deleted.isNotNull() & ~deleted.isin("true", "false"),
+            F.concat(F.lit("unknown __deleted '"), F.substring(deleted, 1, 20), F.lit("'")),
+        )
+        .when(F.col("__lsn") < 0, F.lit("__lsn is negative"))
+        .when((ts < 0) | (ts > MAX_SOURCE_TS_MS), F.lit("__source_ts_ms out of range"))
+        .when(
+            updated_at.isNotNull() & F.try_to_timestamp(updated_at).isNull(),
+            F.lit("updated_at is not a timestamp"),
+        )
+    )
+
+
+def split_valid(parsed: DataFrame) -> tuple[DataFrame, DataFrame]:
+    """``(good, bad)`` from ``parse_raw_lines``' output.
+
+    good: the event columns plus ``source_key`` and ``line_no``. bad: ``source_key``,
+    ``line_no``, ``error``, ``value``. Both re-read ``parsed``: persist it if using both.
+    """
+    good = parsed.where(F.col("error").isNull()).drop("error", CORRUPT_COLUMN, "value")
+    bad = parsed.where(F.col("error").isNotNull()).select("source_key", "line_no", "error", "value")
+    return good, bad
+
+
+def to_lake_rows(good: DataFrame) -> DataFrame:
+    """Good events as rows of the lake table, columns as in ``LAKE_COLUMNS``."""
+
+    def days(name: str) -> Column:
+        return F.date_from_unix_date(F.col(name)).alias(name)
+
+    order_date = F.date_from_unix_date(F.col("order_date"))
+    return good.select(
+        F.col("order_id").cast(LongType()).alias("order_id"),
+        F.trim(F.col("customer_id")).alias("customer_id"),  # bpchar in PostgreSQL: blank padded
+        order_date.alias("order_date"),
+        days("required_date"),
+        days("shipped_date"),
+        "order_items",
+        "products",
+        "customer",
+        "employee",
+        "shipper",
+        "shipment",
+        # An instant: the text carries its offset ("Z"), so the session time zone plays no part.
+        F.try_to_timestamp(F.col("updated_at")).alias("updated_at"),
+        F.col("__op").alias("cdc_op"),
+        F.col("__lsn").alias("cdc_lsn"),
+        F.col("__source_ts_ms").alias("cdc_source_ts_ms"),
+        (F.coalesce(F.col("__deleted") == "true", F.lit(False)) | (F.col("__op") == "d")).alias(
+            "is_deleted"
+        ),
+        F.format_string("%015d%020d", F.col("__source_ts_ms"), F.col("__lsn")).alias(
+            "cdc_ordering"
+        ),
+        F.coalesce(F.date_format(order_date, "yyyy"), F.lit(NULL_PARTITION)).alias("order_year"),
+    )
+
+
+def latest_per_key(rows: DataFrame) -> DataFrame:
+    """Per ``order_id``, the row with the greatest ``(cdc_source_ts_ms, cdc_lsn)``.
+
+    Ties go to d > u > c > r, then the later ``updated_at``, then the remaining columns, so the
+    result is deterministic; exact duplicates (a file read twice) collapse to one row.
+    """
+    op_rank = F.lit(-1)
+    for op, rank in _OP_RANK.items():
+        op_rank = F.when(F.col("cdc_op") == op, F.lit(rank)).otherwise(op_rank)
+    keys = ("order_id", "cdc_source_ts_ms", "cdc_lsn", "cdc_op", "updated_at")
+    window = Window.partitionBy("order_id").orderBy(
+        F.col("cdc_source_ts_ms").desc(),
+        F.col("cdc_lsn").desc(),
+        op_rank.desc(),
+        F.col("updated_at").desc_nulls_last(),
+        *[F.col(c).desc_nulls_last() for c in rows.columns if c not in keys],
+    )
+    # row_number() == 1 lets Spark 3.5 keep one row per key before the shuffle too.
+    return (
+        rows.withColumn("_rank", F.row_number().over(window))
+        .where(F.col("_rank") == 1)
+        .drop("_rank")
+    )
+
+
+def flatten_order_items(lake: DataFrame) -> DataFrame:
+    """One row per order line of the live (not deleted) orders in a lake snapshot.
+
+    Columns: customer_id, order_id, order_date, product_id, product_name, unit_price, quantity,
+    discount, revenue = unit_price * quantity * (1 - discount); a null input gives a null
+    revenue. Orders whose order_items is null, [] or not JSON give no rows. product_name comes
+    from the order's own products array, matched by product_id.
+    """
+    live = lake.where(~F.coalesce(F.col("is_deleted"), F.lit(False)))
+    items = F.filter(F.from_json(F.col("order_items"), ORDER_ITEMS_SCHEMA), lambda i: i.isNotNull())
+    with_items = live.select(
+        "customer_id",
+        "order_id",
+        "order_date",
+        F.from_json(F.col("products"), PRODUCTS_SCHEMA).alias("_products"),
+        F.explode(items).alias("_item"),
+    )
+    item = F.col("_item")
+    # The order's products array is small: a lookup within the row beats a join with a shuffle.
+    product = F.try_element_at(
+        F.filter(F.col("_products"), lambda p: p["product_id"] == item["product_id"]), F.lit(1)
+    )
+    unit_price, quantity, discount = item["unit_price"], item["quantity"], item["discount"]
+    return with_items.select(
+        "customer_id",
+        F.col("order_id").cast(LongType()).alias("order_id"),
+        "order_date",
+        item["product_id"].alias("product_id"),
+        product["product_name"].alias("product_name"),
+        unit_price.alias("unit_price"),
+        quantity.alias("quantity"),
+        discount.alias("discount"),
+        (unit_price * quantity * (F.lit(1.0) - discount)).alias("revenue"),
+    )

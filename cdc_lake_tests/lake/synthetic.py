@@ -1,0 +1,84 @@
+"""Raw CDC files written by hand, in the S3 sink's layout, for the lake's edge cases."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from cdc_lake.lake.hudi import HudiTableConfig
+from cdc_lake.lake.ingest import RawSource
+
+TOPIC = "t.datalake.cdc_events"
+
+
+def event(
+    order_id: int,
+    ts: int,
+    lsn: int,
+    op: str = "u",
+    deleted: bool = False,
+    shipped_date: int | None = 10000,
+    order_date: int = 9700,
+    items: list[dict[str, Any]] | None = None,
+    customer_id: str = "ALFKI",
+) -> dict[str, Any]:
+    items = items if items is not None else [
+        {"product_id": 1, "unit_price": 10.0, "quantity": 2, "discount": 0.0}
+    ]  # fmt: skip
+    products = [{"product_id": i["product_id"], "product_name": f"P{i['product_id']}"}
+                for i in items]  # fmt: skip
+    return {
+        "order_id": order_id, "customer_id": customer_id, "order_date": order_date,
+        "required_date": order_date + 28, "shipped_date": shipped_date,
+        "order_items": json.dumps(items), "products": json.dumps(products),
+        "customer": json.dumps({"customer_id": customer_id}), "employee": "{}",
+        "shipper": "{}", "shipment": json.dumps({"freight": 1.5}),
+        "updated_at": "2026-01-01T00:00:00Z", "__deleted": "true" if deleted else "false",
+        "__op": op, "__db": "cdc_lake", "__table": "cdc_events", "__schema": "datalake",
+        "__lsn": lsn, "__source_ts_ms": ts,
+    }  # fmt: skip
+
+
+@dataclass
+class SyntheticLake:
+    """A raw prefix and a Hudi table of their own, so tests never disturb the real pipeline."""
+
+    client: Any
+    raw_bucket: str
+    lake_bucket: str
+    name: str = field(default_factory=lambda: uuid.uuid4().hex[:8])
+    next_offset: dict[int, int] = field(default_factory=dict)
+
+    @property
+    def raw_prefix(self) -> str:
+        return f"synthetic/{self.name}/"
+
+    @property
+    def source(self) -> RawSource:
+        return RawSource(self.raw_bucket, self.raw_prefix)
+
+    def table(self, **overrides: Any) -> HudiTableConfig:
+        return HudiTableConfig(
+            base_path=f"s3a://{self.lake_bucket}/synthetic/{self.name}/cdc_events", **overrides
+        )
+
+    @property
+    def quarantine_path(self) -> str:
+        return f"s3a://{self.lake_bucket}/synthetic/{self.name}/quarantine"
+
+    def key(self, partition: int, offset: int) -> str:
+        return (
+            f"{self.raw_prefix}{TOPIC}/partition={partition}/"
+            f"{TOPIC}+{partition}+{offset:020d}.jsonl"
+        )
+
+    def put(self, lines: list[dict[str, Any] | str], partition: int = 0) -> str:
+        """One raw object holding these events (a str is written as the line, verbatim)."""
+        offset = self.next_offset.get(partition, 0)
+        self.next_offset[partition] = offset + len(lines)
+        key = self.key(partition, offset)
+        body = "".join((x if isinstance(x, str) else json.dumps(x)) + "\n" for x in lines)
+        self.client.put_object(Bucket=self.raw_bucket, Key=key, Body=body.encode())
+        return key

@@ -1,0 +1,123 @@
+"""End to end on the stack: PostgreSQL -> Debezium -> Kafka -> S3 sink -> Spark/Hudi -> order
+items, materialised with the real local resources, with the asset checks."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import dagster as dg
+
+from cdc_lake.defs.lake.assets import HUDI_KEY, cdc_events_hudi
+from cdc_lake.defs.lake.checks import (
+    matches_source,
+    no_deleted_orders,
+    no_quarantined_lines,
+    order_id_unique,
+)
+from cdc_lake.defs.marts.assets import order_items
+from cdc_lake.defs.marts.checks import orders_exist_in_lake, revenue_non_negative
+from cdc_lake.lake.ingest import read_table
+from cdc_lake.resources import local_resources
+from cdc_lake.stack import LocalStack
+from cdc_lake.streaming.topics import end_offsets, wait_for_consumer
+from cdc_lake_tests.lake.synthetic import SyntheticLake, event
+
+CHECKS = [
+    order_id_unique,
+    no_deleted_orders,
+    no_quarantined_lines,
+    matches_source,
+    revenue_non_negative,
+    orders_exist_in_lake,
+]
+
+OUTBOX_SQL = """
+SELECT order_id, customer_id, order_date, required_date, shipped_date, order_items, products,
+       customer, employee, shipper, shipment, updated_at
+FROM datalake.cdc_events
+"""
+
+# An independent flattening of the outbox, in SQL.
+ITEMS_SQL = """
+SELECT e.customer_id, e.order_id, e.order_date, (i->>'product_id')::bigint, p->>'product_name',
+       (i->>'unit_price')::float8, (i->>'quantity')::bigint, (i->>'discount')::float8,
+       (i->>'unit_price')::float8 * (i->>'quantity')::float8 * (1 - (i->>'discount')::float8)
+FROM datalake.cdc_events e
+CROSS JOIN LATERAL jsonb_array_elements(e.order_items) AS i
+JOIN LATERAL jsonb_array_elements(e.products) AS p ON p->>'product_id' = i->>'product_id'
+"""
+
+
+def catch_up(resources: dict) -> None:
+    """Wait until Debezium has published everything and the sink has flushed it."""
+    conf, cdc = resources["kafka"].client_conf(), resources["cdc"]
+    stable, last = 0, None
+    while stable < 3:
+        ends = end_offsets(conf, cdc.topic)
+        stable = stable + 1 if ends == last else 0
+        last = ends
+        time.sleep(1)
+    wait_for_consumer(conf, f"connect-{cdc.sink_connector_name}", cdc.topic, 120)
+
+
+def _check_results(result: dg.ExecuteInProcessResult) -> dict[str, bool]:
+    return {e.check_name: e.passed for e in result.get_asset_check_evaluations()}
+
+
+def test_lake_equals_outbox_and_items_equal_sql_flattening(ingested, resources, pg, spark):
+    catch_up(resources)
+    result = dg.materialize([cdc_events_hudi, order_items, *CHECKS], resources=resources)
+    assert result.success
+    names = {spec.name for check in CHECKS for spec in check.check_specs}
+    assert _check_results(result) == dict.fromkeys(names, True)
+
+    with pg.cursor() as cur:
+        cur.execute(OUTBOX_SQL)
+        source = {r[0]: r for r in cur.fetchall()}
+        cur.execute(ITEMS_SQL)
+        source_items = {(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], round(r[8], 6))
+                        for r in cur.fetchall()}  # fmt: skip
+    lake_path = resources["lake"].table_path
+    lake = {r["order_id"]: r for r in read_table(spark, lake_path).collect()}
+    assert set(lake) == set(source) and len(lake) > 800
+    for order_id, src in source.items():
+        row = lake[order_id]
+        assert row["customer_id"] == src[1].strip()
+        assert (row["order_date"], row["required_date"], row["shipped_date"]) == src[2:5]
+        for i, col in enumerate(
+            ["order_items", "products", "customer", "employee", "shipper", "shipment"], start=5
+        ):
+            lake_value = json.loads(row[col]) if row[col] is not None else None
+            assert lake_value == src[i], (order_id, col)
+        assert row["updated_at"] == src[11].replace(tzinfo=None), order_id
+        assert row["is_deleted"] is False
+
+    items = spark.read.parquet(resources["lake"].order_items_path).collect()
+    lake_items = {(r["customer_id"], r["order_id"], r["order_date"], r["product_id"],
+                   r["product_name"], r["unit_price"], r["quantity"], r["discount"],
+                   round(r["revenue"], 6)) for r in items}  # fmt: skip
+    assert len(items) == len(lake_items) == len(source_items)
+    assert lake_items == source_items
+
+
+def test_quarantine_option_continues_and_the_check_reports(local_stack: LocalStack, secret_env):
+    s = local_stack.settings
+    client = local_stack.service("s3").client()  # type: ignore[attr-defined]
+    syn = SyntheticLake(client, s.raw_bucket, s.lake_bucket)
+    syn.put([event(1, 100, 1), "not json at all", event(2, 100, 2)])
+    resources = local_resources(
+        s,
+        lake={
+            "table_prefix": f"synthetic/{syn.name}/cdc_events",
+            "quarantine_prefix": f"synthetic/{syn.name}/quarantine",
+            "quarantine": True,
+        },
+        raw_prefix=syn.raw_prefix,
+    )
+    result = dg.materialize([cdc_events_hudi, no_quarantined_lines], resources=resources)
+    assert result.success  # the run goes on...
+    mats = [e.materialization for e in result.get_asset_materialization_events()]
+    meta = {k: v.value for k, v in mats[0].metadata.items() if mats[0].asset_key == HUDI_KEY}
+    assert meta["quarantined_lines"] == 1 and meta["events_upserted"] == 2
+    assert _check_results(result) == {"no_quarantined_lines": False}  # ...and the check fails

@@ -1,0 +1,440 @@
+"""Raw Debezium lines -> lake rows -> order lines, on a plain local Spark (no Hudi, no S3)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import random
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from pyspark.sql import DataFrame, Row, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import (
+    BooleanType,
+    DateType,
+    DoubleType,
+    LongType,
+    StringType,
+    TimestampType,
+)
+
+from cdc_lake.lake.transforms import (
+    LAKE_COLUMNS,
+    RAW_EVENT_SCHEMA,
+    flatten_order_items,
+    latest_per_key,
+    lines_from_text,
+    parse_raw_lines,
+    split_valid,
+    to_lake_rows,
+)
+
+KEY = "raw/t.datalake.cdc_events/partition=0/t.datalake.cdc_events+0+00000000000000000000.jsonl"
+
+PRODUCT_5 = {
+    "category": {"category_id": 5, "category_name": "Grains/Cereals"},
+    "supplier": {"supplier_id": 7, "company_name": "Pavlova, Ltd."},
+    "product_id": 5,
+    "product_name": "West Bread",
+    "unit_price": 99.0,  # the catalogue price; revenue must use the order line's price
+    "discontinued": 0,
+}
+PRODUCT_11 = {"product_id": 11, "product_name": "Queso Cabrales", "unit_price": 21.0}
+
+
+@pytest.fixture(scope="module")
+def plain_spark() -> Iterator[SparkSession]:
+    # Reuse a session another module already started (the JVM allows one); stop only our own.
+    existing = SparkSession.getActiveSession()
+    session = (
+        SparkSession.Builder()
+        .master("local[2]")
+        .appName("cdc-lake-transforms-tests")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config(
+            map={
+                k: v
+                for k, v in (
+                    kv.split("=", 1)
+                    for kv in __import__("os").environ.get("XCONF", "").split(",")
+                    if kv
+                )
+            }
+        )
+        .getOrCreate()
+    )
+    if existing is None:
+        session.sparkContext.setLogLevel("ERROR")
+    yield session
+    if existing is None:
+        session.stop()
+
+
+def event(**overrides: Any) -> dict[str, Any]:
+    """A realistic outbox event, as ExtractNewRecordState writes it."""
+    base: dict[str, Any] = {
+        "order_id": 10251,
+        "customer_id": "AAAAS",
+        "order_date": 9683,
+        "required_date": 9711,
+        "shipped_date": 9699,
+        "order_items": json.dumps(
+            [{"discount": 0.25, "quantity": 68, "product_id": 5, "unit_price": 25.34}]
+        ),
+        "products": json.dumps([PRODUCT_5]),
+        "customer": json.dumps({"customer_id": "AAAAS", "company_name": "River Delta Market"}),
+        "employee": json.dumps({"employee_id": 3, "first_name": "Janet", "territories": []}),
+        "shipper": json.dumps({"shipper_id": 2, "company_name": "United Package"}),
+        "shipment": json.dumps({"freight": 621.66, "ship_via": 2, "ship_city": "Lyon"}),
+        "updated_at": "2026-11-20T23:26:15.172753Z",
+        "__deleted": "false",
+        "__op": "r",
+        "__db": "cdc_lake",
+        "__table": "cdc_events",
+        "__schema": "datalake",
+        "__lsn": 31370880,
+        "__source_ts_ms": 1795217436837,
+    }
+    base.update(overrides)
+    return base
+
+
+def line(**overrides: Any) -> str:
+    return json.dumps(event(**overrides))
+
+
+def lake_rows(spark: SparkSession, events: list[dict[str, Any]], key: str = KEY) -> DataFrame:
+    text = "".join(json.dumps(e) + "\n" for e in events)
+    good, bad = split_valid(parse_raw_lines(lines_from_text(spark, [(key, text)])))
+    assert bad.count() == 0
+    return to_lake_rows(good)
+
+
+def by_order(df: DataFrame) -> dict[int, Row]:
+    return {r["order_id"]: r for r in df.collect()}
+
+
+# --- parsing ---------------------------------------------------------------------------------
+
+
+def test_realistic_event_becomes_a_lake_row(plain_spark: SparkSession):
+    raw = event(customer_id="AAAAS ")  # bpchar arrives blank padded
+    lake = lake_rows(plain_spark, [raw])
+
+    assert tuple(lake.columns) == LAKE_COLUMNS
+    types = {f.name: f.dataType for f in lake.schema.fields}
+    assert types["order_id"] == LongType()
+    assert types["order_date"] == types["required_date"] == types["shipped_date"] == DateType()
+    assert types["updated_at"] == TimestampType()
+    assert types["is_deleted"] == BooleanType()
+    assert types["cdc_lsn"] == types["cdc_source_ts_ms"] == LongType()
+
+    row = lake.withColumn("updated_micros", F.unix_micros("updated_at")).collect()[0]
+    assert row["order_id"] == 10251
+    assert row["customer_id"] == "AAAAS"
+    # 9683 days after 1970-01-01 (the generator's 4th order after 1996-07-04).
+    assert row["order_date"] == dt.date(1996, 7, 6)
+    assert row["required_date"] == dt.date(1996, 8, 3)
+    assert row["shipped_date"] == dt.date(1996, 7, 22)
+    expected = dt.datetime(2026, 11, 20, 23, 26, 15, 172753, tzinfo=dt.UTC)
+    assert row["updated_micros"] == int(expected.timestamp()) * 1_000_000 + 172753
+    for column in ("order_items", "products", "customer", "employee", "shipper", "shipment"):
+        assert row[column] == raw[column]  # JSON text kept as it came
+    assert (row["cdc_op"], row["cdc_lsn"], row["cdc_source_ts_ms"]) == (
+        "r",
+        31370880,
+        raw["__source_ts_ms"],
+    )
+    assert row["is_deleted"] is False
+    assert row["cdc_ordering"] == "001795217436837" + "00000000000031370880"
+    assert row["order_year"] == "1996"
+
+
+def test_new_order_without_lines_and_null_dates(plain_spark: SparkSession):
+    lake = lake_rows(
+        plain_spark,
+        [event(order_items=None, products=None, order_date=None, shipped_date=None, __op="c")],
+    )
+    row = lake.collect()[0]
+    assert row["order_items"] is None and row["products"] is None
+    assert row["order_date"] is None and row["shipped_date"] is None
+    assert row["order_year"] == "__null__"
+
+
+def test_delete_event_is_a_deleted_row(plain_spark: SparkSession):
+    lake = lake_rows(plain_spark, [event(__op="d", __deleted="true")])
+    row = lake.collect()[0]
+    assert (row["cdc_op"], row["is_deleted"]) == ("d", True)
+    assert row["order_items"] == event()["order_items"]  # the old row comes along
+
+
+def test_bad_lines_are_named_by_key_and_line_with_a_reason(plain_spark: SparkSession):
+    other = KEY.replace("00000000000000000000", "00000000000000000100")
+    good = line()
+    no_order_id = event()
+    del no_order_id["order_id"]
+    file_a = "\n".join(
+        [
+            good,  # 1
+            '{"order_id": 1, "__op": "c", ',  # 2: truncated
+            json.dumps(no_order_id),  # 3
+            line(order_id="abc"),  # 4
+            line(__op="x"),  # 5
+            line(__lsn="x"),  # 6
+            line(order_id=None),  # 7
+            "",  # 8: blank, not an error
+            line(order_id=2) + line(order_id=3),  # 9: two events glued together
+        ]
+    )
+    file_b = "\n".join(
+        [
+            "not json at all",  # 1
+            "[1, 2]",  # 2
+            line(order_date=99_999_999_999),  # 3: overflows int
+            line(updated_at="yesterday"),  # 4
+            line(__deleted="maybe"),  # 5
+            line(__source_ts_ms=-5),  # 6
+            line(order_id=4),  # 7
+        ]
+    )
+    parsed = parse_raw_lines(lines_from_text(plain_spark, [(KEY, file_a), (other, file_b)]))
+    good_rows, bad_rows = split_valid(parsed)
+
+    bad = {(r["source_key"], r["line_no"]): r for r in bad_rows.collect()}
+    errors = {where: r["error"] for where, r in bad.items()}
+    assert errors == {
+        (KEY, 2): "not valid JSON",
+        (KEY, 3): "missing or null: order_id",
+        (KEY, 4): "wrong type: order_id is not bigint",
+        (KEY, 5): "unknown __op 'x'",
+        (KEY, 6): "wrong type: __lsn is not bigint",
+        (KEY, 7): "missing or null: order_id",
+        (KEY, 9): "not valid JSON",
+        (other, 1): "not valid JSON",
+        (other, 2): "not a JSON object",
+        (other, 3): "wrong type: order_date is not int",
+        (other, 4): "updated_at is not a timestamp",
+        (other, 5): "unknown __deleted 'maybe'",
+        (other, 6): "__source_ts_ms out of range",
+    }
+    assert bad[(KEY, 4)]["value"] == line(order_id="abc")  # the line itself, for a fix-up
+    assert bad_rows.columns == ["source_key", "line_no", "error", "value"]
+
+    good_keys = sorted((r["source_key"], r["line_no"], r["order_id"]) for r in good_rows.collect())
+    assert good_keys == [(KEY, 1, 10251), (other, 7, 4)]
+    assert "error" not in good_rows.columns and "_corrupt_record" not in good_rows.columns
+    assert "value" not in good_rows.columns
+
+
+def test_several_problems_report_the_first(plain_spark: SparkSession):
+    broken = event(__op="x", __lsn=None)
+    del broken["order_id"]
+    parsed = parse_raw_lines(lines_from_text(plain_spark, [(KEY, json.dumps(broken))]))
+    assert parsed.collect()[0]["error"] == "missing or null: order_id, __lsn"
+
+
+def test_spark_from_json_permissive_behaviour_we_rely_on(plain_spark: SparkSession):
+    """Pins Spark's behaviour: a Spark upgrade that changes it must fail here, not in the lake."""
+    options = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": "_corrupt_record"}
+    texts = [
+        line(order_id="abc"),
+        line(__lsn="x"),
+        line(customer_id=7),
+        line(order_id=1) + " trailing",
+    ]
+    df = lines_from_text(plain_spark, [(KEY, "\n".join(texts))]).orderBy("line_no")
+    rows = df.select(F.from_json("value", RAW_EVENT_SCHEMA, options).alias("e")).collect()
+    wrong_order_id, wrong_lsn, number_as_string, trailing = (r["e"] for r in rows)
+    # Wrong type: the line lands in _corrupt_record and the other fields survive.
+    assert wrong_order_id["_corrupt_record"] == texts[0]
+    assert wrong_order_id["order_id"] is None and wrong_order_id["__lsn"] == 31370880
+    assert wrong_lsn["_corrupt_record"] == texts[1]
+    assert wrong_lsn["__lsn"] is None and wrong_lsn["order_id"] == 10251
+    # A number in a string field is not an error: Spark keeps its JSON text.
+    assert number_as_string["_corrupt_record"] is None
+    assert number_as_string["customer_id"] == "7"
+    # Content after the object is silently ignored: why parse_raw_lines checks it itself.
+    assert trailing["_corrupt_record"] is None and trailing["order_id"] == 1
+
+
+def test_wrong_type_is_caught_without_partial_results(plain_spark: SparkSession):
+    conf = "spark.sql.json.enablePartialResults"
+    before = plain_spark.conf.get(conf)
+    assert before is not None
+    plain_spark.conf.set(conf, "false")
+    try:
+        lines = lines_from_text(plain_spark, [(KEY, line(order_id="abc") + "\n" + line())])
+        errors = [r["error"] for r in parse_raw_lines(lines).orderBy("line_no").collect()]
+    finally:
+        plain_spark.conf.set(conf, before)
+    assert errors == ["wrong type", None]
+
+
+def test_blank_lines_are_ignored_but_counted(plain_spark: SparkSession):
+    text = "\n   \n" + line(order_id=1) + "\r\n\t\r\n" + line(order_id=2) + "\r\n\n"
+    parsed = parse_raw_lines(lines_from_text(plain_spark, [(KEY, text), ("empty.jsonl", "")]))
+    rows = sorted((r["line_no"], r["order_id"], r["error"]) for r in parsed.collect())
+    assert rows == [(3, 1, None), (5, 2, None)]
+
+
+def test_lines_from_text_numbers_lines_like_the_ingestion_reader(plain_spark: SparkSession):
+    odd = line(customer_id="A\u2028B")  # JSON allows U+2028 unescaped: not a line break
+    text = f"a\r\nb\rc\n{odd}\n"
+    files = [("k1", text), ("empty", ""), ("k2", "x"), ("k3", "\n\n")]
+    rows = lines_from_text(plain_spark, files).collect()
+    assert [(r["source_key"], r["line_no"], r["value"]) for r in rows] == [
+        ("k1", 1, "a\r"),
+        ("k1", 2, "b\rc"),
+        ("k1", 3, odd),
+        ("k2", 1, "x"),
+        ("k3", 1, ""),
+        ("k3", 2, ""),
+    ]
+    assert lines_from_text(plain_spark, []).count() == 0
+
+
+# --- ordering and deduplication --------------------------------------------------------------
+
+
+def test_latest_per_key(plain_spark: SparkSession):
+    ts = 1_795_217_436_837
+    events = [
+        # Order 1: three updates in one batch, file order scrambled; the newest wins.
+        event(order_id=1, __op="u", __source_ts_ms=ts + 20, __lsn=300, customer_id="LAST"),
+        event(order_id=1, __op="c", __source_ts_ms=ts, __lsn=100, customer_id="FIRST"),
+        event(order_id=1, __op="u", __source_ts_ms=ts + 10, __lsn=200, customer_id="MIDDLE"),
+        # Order 2: an older event after a newer one is ignored.
+        event(order_id=2, __op="u", __source_ts_ms=ts + 50, __lsn=500, customer_id="NEW"),
+        event(order_id=2, __op="u", __source_ts_ms=ts + 40, __lsn=400, customer_id="OLD"),
+        # Order 3: same ts, lsn 100 beats lsn 99 (unpadded strings would sort the other way).
+        event(order_id=3, __op="u", __source_ts_ms=ts, __lsn=100, customer_id="LSN100"),
+        event(order_id=3, __op="u", __source_ts_ms=ts, __lsn=99, customer_id="LSN99"),
+        # Order 4: the delete is the latest event.
+        event(order_id=4, __op="c", __source_ts_ms=ts, __lsn=10),
+        event(order_id=4, __op="d", __deleted="true", __source_ts_ms=ts + 1, __lsn=11),
+        # Order 5: an exact tie on (ts, lsn) goes to the delete.
+        event(order_id=5, __op="u", __source_ts_ms=ts, __lsn=7),
+        event(order_id=5, __op="d", __deleted="true", __source_ts_ms=ts, __lsn=7),
+        # Order 6: the same event read twice (a replayed file) gives one row.
+        event(order_id=6, __op="c", __source_ts_ms=ts, __lsn=1),
+        event(order_id=6, __op="c", __source_ts_ms=ts, __lsn=1),
+    ]
+    rows = lake_rows(plain_spark, events)
+    latest = latest_per_key(rows)
+    assert latest.columns == rows.columns
+    got = by_order(latest)
+    assert latest.count() == 6
+    assert got[1]["customer_id"] == "LAST" and got[1]["cdc_lsn"] == 300
+    assert got[2]["customer_id"] == "NEW"
+    assert got[3]["customer_id"] == "LSN100"
+    assert (got[4]["cdc_op"], got[4]["is_deleted"]) == ("d", True)
+    assert (got[5]["cdc_op"], got[5]["is_deleted"]) == ("d", True)
+    assert got[6]["cdc_lsn"] == 1
+
+    # The winner does not depend on input order or partitioning.
+    shuffled = events[:]
+    random.Random(7).shuffle(shuffled)
+    again = by_order(latest_per_key(lake_rows(plain_spark, shuffled).repartition(3)))
+    assert again == got
+
+
+def test_cdc_ordering_sorts_like_ts_then_lsn(plain_spark: SparkSession):
+    pairs = [
+        (1_795_217_436_837, 9),
+        (1_795_217_436_837, 10),
+        (1_795_217_436_837, 99),
+        (1_795_217_436_837, 100),
+        (1_795_217_436_837, 31_370_880),
+        (1_795_217_436_838, 5),
+        (999_999_999_999, 9_223_372_036_854_775_807),  # 12-digit ts, largest lsn
+        (0, 0),
+        (999_999_999_999_999, 1),
+    ]
+    events = [event(order_id=i, __source_ts_ms=ts, __lsn=lsn) for i, (ts, lsn) in enumerate(pairs)]
+    rows = lake_rows(plain_spark, events).collect()
+    orderings = {(r["cdc_source_ts_ms"], r["cdc_lsn"]): r["cdc_ordering"] for r in rows}
+    assert all(len(o) == 35 for o in orderings.values())
+    assert sorted(orderings, key=lambda p: orderings[p]) == sorted(pairs)
+
+
+# --- order lines -----------------------------------------------------------------------------
+
+
+def test_flatten_order_items(plain_spark: SparkSession):
+    items = [
+        {"discount": 0.25, "quantity": 68, "product_id": 5, "unit_price": 25.34},
+        {"discount": 0.0, "quantity": 3, "product_id": 11, "unit_price": 14.0},
+    ]
+    lake = lake_rows(
+        plain_spark,
+        [
+            # products listed in the other order than the items: the match is by product_id
+            event(
+                order_id=1,
+                order_items=json.dumps(items),
+                products=json.dumps([PRODUCT_11, PRODUCT_5]),
+            ),
+            event(order_id=2, __op="d", __deleted="true"),
+            event(order_id=3, order_items=None, products=None),
+            event(order_id=4, order_items="[]", products="[]"),
+            event(order_id=5, customer_id="BBBBB ", order_date=None),
+        ],
+    )
+    flat = flatten_order_items(lake)
+    assert flat.columns == [
+        "customer_id",
+        "order_id",
+        "order_date",
+        "product_id",
+        "product_name",
+        "unit_price",
+        "quantity",
+        "discount",
+        "revenue",
+    ]
+    types = [f.dataType for f in flat.schema.fields]
+    assert types == [
+        StringType(),
+        LongType(),
+        DateType(),
+        LongType(),
+        StringType(),
+        DoubleType(),
+        LongType(),
+        DoubleType(),
+        DoubleType(),
+    ]
+
+    got = {(r["order_id"], r["product_id"]): r for r in flat.collect()}
+    assert sorted(got) == [(1, 5), (1, 11), (5, 5)]  # 2 deleted, 3 and 4 have no lines
+    bread = got[(1, 5)]
+    assert bread["product_name"] == "West Bread"
+    assert (bread["unit_price"], bread["quantity"], bread["discount"]) == (25.34, 68, 0.25)
+    assert bread["revenue"] == pytest.approx(1292.34)
+    assert (bread["customer_id"], bread["order_date"]) == ("AAAAS", dt.date(1996, 7, 6))
+    cheese = got[(1, 11)]
+    assert cheese["product_name"] == "Queso Cabrales"
+    assert cheese["revenue"] == pytest.approx(42.0)
+    other = got[(5, 5)]
+    assert (other["customer_id"], other["order_date"]) == ("BBBBB", None)
+
+
+def test_flatten_after_latest_drops_an_order_whose_last_event_is_a_delete(
+    plain_spark: SparkSession,
+):
+    ts = 1_795_217_436_837
+    lake = lake_rows(
+        plain_spark,
+        [
+            event(order_id=1, __op="c", __source_ts_ms=ts, __lsn=1),
+            event(order_id=1, __op="d", __deleted="true", __source_ts_ms=ts + 1, __lsn=2),
+            event(order_id=2, __op="c", __source_ts_ms=ts, __lsn=3),
+        ],
+    )
+    flat = flatten_order_items(latest_per_key(lake))
+    assert [(r["order_id"], r["product_id"]) for r in flat.collect()] == [(2, 5)]
