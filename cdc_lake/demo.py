@@ -39,6 +39,8 @@ def run_demo(settings: StackSettings, changes: int = 25) -> int:
     os.environ.update(local_secret_env(settings))
     home = settings.state_dir / "dagster_home"
     home.mkdir(parents=True, exist_ok=True)
+    if not (home / "dagster.yaml").exists():
+        (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
     os.environ["DAGSTER_HOME"] = str(home)
     instance = dg.DagsterInstance.get()
     definitions = load_defs() if callable(load_defs) else load_defs
@@ -50,6 +52,7 @@ def run_demo(settings: StackSettings, changes: int = 25) -> int:
     first = dg.materialize([*assets, *checks], resources=resources, instance=instance)
     if not first.success:
         return 1
+    _print_checks(first)
 
     print(f"[demo] applying {changes} changes with the workload", flush=True)
     conn = psycopg2.connect(settings.pg_dsn())
@@ -78,6 +81,7 @@ def run_demo(settings: StackSettings, changes: int = 25) -> int:
     )
     if not second.success:
         return 1
+    _print_checks(second)
 
     from cdc_lake.lake.ingest import read_table
     from cdc_lake.marts.report import customer_stats
@@ -106,6 +110,12 @@ def run_demo(settings: StackSettings, changes: int = 25) -> int:
     print("Make more changes: .venv/bin/cdc-lake workload --changes 20")
     print("Stop the stack:    .venv/bin/cdc-lake stack down")
     return 0
+
+
+def _print_checks(result) -> None:
+    for e in result.get_asset_check_evaluations():
+        state = "passed" if e.passed else f"FAILED ({e.severity.value})"
+        print(f"[demo]   check {e.asset_key.to_user_string()}:{e.check_name} {state}")
 
 
 def _spark(resource):

@@ -19,3 +19,38 @@ def test_definitions_load_without_connecting(monkeypatch: pytest.MonkeyPatch):
     loaded = defs() if not isinstance(defs, dg.Definitions) else defs
     assert isinstance(loaded, dg.Definitions)
     loaded.get_repository_def().load_all_definitions()
+
+
+def test_definitions_hold_the_pipeline():
+    from cdc_lake.definitions import defs
+
+    loaded = defs() if not isinstance(defs, dg.Definitions) else defs
+    repo = loaded.get_repository_def()
+    keys = {k.to_user_string() for k in repo.asset_graph.get_all_asset_keys()}
+    assert keys == {
+        "postgres/datalake/cdc_events",
+        "kafka/datalake_cdc_events",
+        "s3/raw/cdc_events",
+        "hudi/datalake/cdc_events",
+        "s3/marts/order_items",
+    }
+    graph = repo.asset_graph
+    # Lineage runs outbox -> topic -> raw files -> Hudi -> order items.
+    chain = [
+        "postgres/datalake/cdc_events",
+        "kafka/datalake_cdc_events",
+        "s3/raw/cdc_events",
+        "hudi/datalake/cdc_events",
+        "s3/marts/order_items",
+    ]
+    for upstream, downstream in zip(chain, chain[1:], strict=False):
+        parents = graph.get(dg.AssetKey.from_user_string(downstream)).parent_keys
+        assert dg.AssetKey.from_user_string(upstream) in parents
+    for key in chain:
+        node = graph.get(dg.AssetKey.from_user_string(key))
+        assert node.owners and node.kinds and node.description and node.group_name
+    checks = {c.name for c in repo.asset_graph.asset_check_keys}
+    assert {"order_id_unique", "no_deleted_orders", "matches_source", "revenue_non_negative",
+            "orders_exist_in_lake", "no_quarantined_lines"} <= checks  # fmt: skip
+    assert repo.has_sensor_def("raw_cdc_files_sensor")
+    assert set(loaded.resources or {}) >= {"postgres", "kafka", "kafka_connect", "s3", "pyspark"}

@@ -41,8 +41,12 @@ Deletes
 
 Idempotency
     Every function is deterministic: the same lines give the same rows and the same winner per
-    order, and upserting by ``order_id`` with ``cdc_ordering`` as the ordering field makes
-    replaying a file, or a whole batch, a no-op.
+    order. Upserting by ``order_id`` with ``cdc_ordering`` as the ordering field then leaves the
+    table's content unchanged when a file, or a whole batch, is replayed.
+
+Time
+    ``updated_at`` becomes a TimestampType instant. Debezium writes it with "Z"; a text without
+    an offset would be read in the session time zone (UTC in this project's sessions).
 """
 
 from __future__ import annotations
@@ -279,7 +283,7 @@ def to_lake_rows(good: DataFrame) -> DataFrame:
         "employee",
         "shipper",
         "shipment",
-        # An instant: the text carries its offset ("Z"), so the session time zone plays no part.
+        # try_: null, not an ANSI-mode failure; parse_raw_lines has already rejected bad text.
         F.try_to_timestamp(F.col("updated_at")).alias("updated_at"),
         F.col("__op").alias("cdc_op"),
         F.col("__lsn").alias("cdc_lsn"),

@@ -56,16 +56,6 @@ def plain_spark() -> Iterator[SparkSession]:
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.session.timeZone", "UTC")
-        .config(
-            map={
-                k: v
-                for k, v in (
-                    kv.split("=", 1)
-                    for kv in __import__("os").environ.get("XCONF", "").split(",")
-                    if kv
-                )
-            }
-        )
         .getOrCreate()
     )
     if existing is None:
@@ -189,6 +179,7 @@ def test_bad_lines_are_named_by_key_and_line_with_a_reason(plain_spark: SparkSes
             line(order_id=None),  # 7
             "",  # 8: blank, not an error
             line(order_id=2) + line(order_id=3),  # 9: two events glued together
+            line(order_id=2) + ", " + line(order_id=3),  # 10
         ]
     )
     file_b = "\n".join(
@@ -215,6 +206,7 @@ def test_bad_lines_are_named_by_key_and_line_with_a_reason(plain_spark: SparkSes
         (KEY, 6): "wrong type: __lsn is not bigint",
         (KEY, 7): "missing or null: order_id",
         (KEY, 9): "not valid JSON",
+        (KEY, 10): "more than one JSON value on the line",
         (other, 1): "not valid JSON",
         (other, 2): "not a JSON object",
         (other, 3): "wrong type: order_date is not int",
@@ -303,6 +295,7 @@ def test_lines_from_text_numbers_lines_like_the_ingestion_reader(plain_spark: Sp
 
 def test_latest_per_key(plain_spark: SparkSession):
     ts = 1_795_217_436_837
+    later = "2026-11-21T00:00:00Z"
     events = [
         # Order 1: three updates in one batch, file order scrambled; the newest wins.
         event(order_id=1, __op="u", __source_ts_ms=ts + 20, __lsn=300, customer_id="LAST"),
@@ -317,9 +310,12 @@ def test_latest_per_key(plain_spark: SparkSession):
         # Order 4: the delete is the latest event.
         event(order_id=4, __op="c", __source_ts_ms=ts, __lsn=10),
         event(order_id=4, __op="d", __deleted="true", __source_ts_ms=ts + 1, __lsn=11),
-        # Order 5: an exact tie on (ts, lsn) goes to the delete.
-        event(order_id=5, __op="u", __source_ts_ms=ts, __lsn=7),
+        # Order 5: an exact tie on (ts, lsn) goes to the delete, before updated_at is looked at.
+        event(order_id=5, __op="u", __source_ts_ms=ts, __lsn=7, updated_at=later),
         event(order_id=5, __op="d", __deleted="true", __source_ts_ms=ts, __lsn=7),
+        # Order 7: the same for an update against an insert.
+        event(order_id=7, __op="c", __source_ts_ms=ts, __lsn=8, updated_at=later, customer_id="C"),
+        event(order_id=7, __op="u", __source_ts_ms=ts, __lsn=8, customer_id="U"),
         # Order 6: the same event read twice (a replayed file) gives one row.
         event(order_id=6, __op="c", __source_ts_ms=ts, __lsn=1),
         event(order_id=6, __op="c", __source_ts_ms=ts, __lsn=1),
@@ -328,13 +324,14 @@ def test_latest_per_key(plain_spark: SparkSession):
     latest = latest_per_key(rows)
     assert latest.columns == rows.columns
     got = by_order(latest)
-    assert latest.count() == 6
+    assert latest.count() == 7
     assert got[1]["customer_id"] == "LAST" and got[1]["cdc_lsn"] == 300
     assert got[2]["customer_id"] == "NEW"
     assert got[3]["customer_id"] == "LSN100"
     assert (got[4]["cdc_op"], got[4]["is_deleted"]) == ("d", True)
     assert (got[5]["cdc_op"], got[5]["is_deleted"]) == ("d", True)
     assert got[6]["cdc_lsn"] == 1
+    assert (got[7]["cdc_op"], got[7]["customer_id"]) == ("u", "U")
 
     # The winner does not depend on input order or partitioning.
     shuffled = events[:]
