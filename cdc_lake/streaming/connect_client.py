@@ -66,21 +66,19 @@ class ConnectClient:
     def connectors(self) -> list[str]:
         return self._ok("GET", "/connectors")
 
-    def config(self, name: str) -> dict[str, str] | None:
-        status, payload = self._request("GET", f"/connectors/{urllib.parse.quote(name)}/config")
+    def _get_or_none(self, name: str, what: str) -> Any:
+        status, payload = self._request("GET", f"/connectors/{urllib.parse.quote(name)}/{what}")
         if status == 404:
             return None
         if status >= 400:
-            raise ConnectError(f"Kafka Connect: reading {name}'s config failed ({status})")
+            raise ConnectError(f"Kafka Connect: reading {name}'s {what} failed ({status})")
         return payload
 
+    def config(self, name: str) -> dict[str, str] | None:
+        return self._get_or_none(name, "config")
+
     def status(self, name: str) -> dict[str, Any] | None:
-        status, payload = self._request("GET", f"/connectors/{urllib.parse.quote(name)}/status")
-        if status == 404:
-            return None
-        if status >= 400:
-            raise ConnectError(f"Kafka Connect: reading {name}'s status failed ({status})")
-        return payload
+        return self._get_or_none(name, "status")
 
     def validate(self, config: dict[str, str]) -> list[str]:
         """Config errors as 'key: message' lines (empty when valid)."""

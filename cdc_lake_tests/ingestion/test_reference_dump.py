@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import dagster as dg
@@ -16,7 +17,9 @@ from cdc_lake.stack import LocalStack
 from cdc_lake.stack.services import Postgres
 from cdc_lake_tests.ingestion.helpers import metadata, raw_events
 
-DUMP = Path(__file__).resolve().parents[3] / "shared" / "reference" / "northwind"
+# shared/ sits beside the checkout (CI clones main next to it); CDC_LAKE_SHARED_DIR overrides.
+SHARED = Path(os.environ.get("CDC_LAKE_SHARED_DIR", Path(__file__).resolve().parents[3] / "shared"))
+DUMP = SHARED / "reference" / "northwind"
 
 
 def create_database(stack: LocalStack, name: str) -> None:

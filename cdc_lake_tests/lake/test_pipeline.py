@@ -18,10 +18,10 @@ from cdc_lake.defs.lake.checks import (
 from cdc_lake.defs.marts.assets import order_items
 from cdc_lake.defs.marts.checks import orders_exist_in_lake, revenue_non_negative
 from cdc_lake.lake.ingest import read_table
+from cdc_lake.raw.synthetic import SyntheticLake, event
 from cdc_lake.resources import local_resources
 from cdc_lake.stack import LocalStack
 from cdc_lake.streaming.topics import end_offsets, wait_for_consumer
-from cdc_lake_tests.lake.synthetic import SyntheticLake, event
 
 CHECKS = [
     order_id_unique,

@@ -7,9 +7,9 @@ import json
 import dagster as dg
 
 from cdc_lake.defs.lake.sensors import raw_cdc_files_sensor
+from cdc_lake.raw.synthetic import SyntheticLake, event
 from cdc_lake.resources import local_resources
 from cdc_lake.stack import LocalStack
-from cdc_lake_tests.lake.synthetic import SyntheticLake, event
 
 
 def test_sensor_batches_new_files_skips_seen_ones_and_advances(local_stack: LocalStack, secret_env):

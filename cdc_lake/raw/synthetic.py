@@ -1,4 +1,4 @@
-"""Raw CDC files written by hand, in the S3 sink's layout, for the lake's edge cases."""
+"""Raw CDC files written by hand, in the S3 sink's layout: for tests and benchmarks of the lake."""
 
 from __future__ import annotations
 

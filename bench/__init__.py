@@ -1,0 +1,1 @@
+"""cdc-lake benchmarks: ``python -m bench --help``."""

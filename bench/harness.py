@@ -1,0 +1,115 @@
+"""Paired benchmark runs and their report.
+
+Every comparison runs both sides in one invocation, alternating A B A B over ``reps``
+repetitions, and reports medians and their ratio: on a shared machine a single absolute time
+means little. Results are printed as a table, written as JSON, and appended, with machine info
+and the exact command, to ``docs/benchmarks.md``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+@dataclass
+class Figure:
+    benchmark: str
+    name: str
+    value: float
+    unit: str
+    goal: str = ""
+    note: str = ""
+
+
+@dataclass
+class Report:
+    figures: list[Figure] = field(default_factory=list)
+
+    def add(self, *figures: Figure) -> None:
+        self.figures.extend(figures)
+
+    def table(self) -> str:
+        lines = ["| benchmark | figure | value | goal | note |", "|---|---|---|---|---|"]
+        for f in self.figures:
+            value = f"{f.value:,.3f} {f.unit}".strip()
+            lines.append(f"| {f.benchmark} | {f.name} | {value} | {f.goal} | {f.note} |")
+        return "\n".join(lines)
+
+
+def paired(
+    a: Callable[[], Any], b: Callable[[], Any], reps: int, progress: Callable[[str], None]
+) -> tuple[list[float], list[float]]:
+    """Seconds of ``a`` and ``b``, run alternately ``reps`` times each."""
+    ta: list[float] = []
+    tb: list[float] = []
+    for i in range(reps):
+        for fn, out in ((a, ta), (b, tb)):
+            t0 = time.perf_counter()
+            fn()
+            out.append(time.perf_counter() - t0)
+        progress(f"  rep {i + 1}/{reps}: A {ta[-1]:.3f}s  B {tb[-1]:.3f}s")
+    return ta, tb
+
+
+def median(xs: list[float]) -> float:
+    return statistics.median(xs)
+
+
+def machine_info() -> dict[str, str]:
+    mem = ""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal"):
+                mem = f"{int(line.split()[1]) // 1024 // 1024} GiB"
+    except OSError:
+        pass
+    java = subprocess.run(["java", "-version"], capture_output=True, text=True).stderr
+    return {
+        "cpus": str(os.cpu_count()),
+        "memory": mem,
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "java": java.splitlines()[0] if java else "",
+    }
+
+
+def write_outputs(report: Report, json_path: Path, md_path: Path | None, command: str) -> None:
+    info = machine_info()
+    payload = {
+        "when": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
+        "command": command,
+        "machine": info,
+        "figures": [asdict(f) for f in report.figures],
+    }
+    json_path.parent.mkdir(parents=True, exist_ok=True)
+    json_path.write_text(json.dumps(payload, indent=2))
+    if md_path is not None:
+        section = (
+            f"\n## Run of {payload['when']}\n\n"
+            f"Command: `{command}`\n\n"
+            f"Machine: {info['cpus']} CPUs, {info['memory']}, Python {info['python']}, "
+            f"{info['java']}, {info['platform']}\n\n{report.table()}\n"
+        )
+        md_path.parent.mkdir(parents=True, exist_ok=True)
+        if not md_path.exists():
+            md_path.write_text(
+                "# Benchmarks\n\nAppended by `python -m bench`; newest run last. Figures are "
+                "medians of paired, alternating runs; ratios compare two sides measured in "
+                "the same run.\n"
+            )
+        with md_path.open("a") as f:
+            f.write(section)
+
+
+def say(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)

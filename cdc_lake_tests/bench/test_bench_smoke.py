@@ -1,0 +1,28 @@
+"""Each benchmark once at a tiny size, so the harness keeps working. No timing is asserted."""
+
+from __future__ import annotations
+
+import json
+
+from bench.__main__ import run
+from bench.harness import write_outputs
+from cdc_lake.stack import LocalStack
+
+
+def test_benchmarks_run_and_report(local_stack: LocalStack, spark, tmp_path):
+    report = run(local_stack, ["sensor", "incremental"], smoke=True, reps=1, spark=spark)
+    figures = {(f.benchmark, f.name): f for f in report.figures}
+    ours = figures[("sensor tick", "cdc-lake LIST requests per tick")]
+    full = figures[("sensor tick", "dagster_aws LIST requests per tick")]
+    assert ours.value == 2 + 2  # two delimiter listings, then one per partition
+    assert ours.note == "found 5 new"
+    assert full.value >= 1
+    incremental = [f for f in report.figures if f.benchmark == "incremental"]
+    assert len(incremental) == 4 and all(f.value > 0 for f in incremental)
+
+    out_json, out_md = tmp_path / "r.json", tmp_path / "benchmarks.md"
+    write_outputs(report, out_json, out_md, "python -m bench --smoke")
+    payload = json.loads(out_json.read_text())
+    assert payload["command"] == "python -m bench --smoke"
+    assert len(payload["figures"]) == len(report.figures)
+    assert "| sensor tick | cdc-lake LIST requests per tick |" in out_md.read_text()
