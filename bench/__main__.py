@@ -40,6 +40,7 @@ def run(
     smoke: bool,
     reps: int,
     spark=None,
+    sensor_objects: int = 100_000,
 ) -> Report:
     s = stack.settings
     s3 = stack.service("s3")
@@ -47,7 +48,7 @@ def run(
     client = s3.client()
     report = Report()
     if "sensor" in only:
-        n, new = (300, 5) if smoke else (100_000, 10)
+        n, new = (300, 5) if smoke else (sensor_objects, 10)
         report.add(*bench_sensor(client, s.raw_bucket, n, new, reps, say))
     if "incremental" in only:
         own = spark is None
@@ -77,6 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", action="append", choices=BENCHMARKS)
     parser.add_argument("--smoke", action="store_true", help="tiny sizes, one repetition")
     parser.add_argument("--reps", type=int, default=5)
+    parser.add_argument("--sensor-objects", type=int, default=100_000)
     parser.add_argument("--port-base", type=int, default=17400)
     parser.add_argument("--json", default="bench/results.json")
     parser.add_argument("--no-docs", action="store_true", help="do not append to docs")
@@ -93,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     stack = LocalStack(settings, verbose=False, only=["s3"])
     try:
         say(f"bench: S3 server up in {sum(stack.up().values()):.1f}s")
-        report = run(stack, only, args.smoke, reps)
+        report = run(stack, only, args.smoke, reps, sensor_objects=args.sensor_objects)
     finally:
         stack.down()
         shutil.rmtree(state, ignore_errors=True)

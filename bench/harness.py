@@ -53,11 +53,11 @@ def paired(
     ta: list[float] = []
     tb: list[float] = []
     for i in range(reps):
-        for fn, out in ((a, ta), (b, tb)):
+        for label, fn, out in (("A", a, ta), ("B", b, tb)):
             t0 = time.perf_counter()
             fn()
             out.append(time.perf_counter() - t0)
-        progress(f"  rep {i + 1}/{reps}: A {ta[-1]:.3f}s  B {tb[-1]:.3f}s")
+            progress(f"  rep {i + 1}/{reps}: {label} {out[-1]:.3f}s")
     return ta, tb
 
 
