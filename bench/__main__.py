@@ -19,17 +19,17 @@ from pathlib import Path
 
 from bench.benchmarks import bench_incremental, bench_sensor
 from bench.harness import Report, say, write_outputs
+from bench.latency import bench_latency
 from cdc_lake.stack import LocalStack, StackSettings
 from cdc_lake.stack.install import install
 from cdc_lake.stack.services import S3Proxy
 from cdc_lake.stack.settings import project_root
 from cdc_lake.stack.spark import build_spark_session
 
-BENCHMARKS = ("sensor", "incremental")
+BENCHMARKS = ("sensor", "incremental", "latency")
 NOT_YET = {
     "upsert-vs-hoodiestreamer": "hudi-utilities 1.x is not downloadable from this machine's "
     "Maven Central mirror (only 0.14.0), so HoodieStreamer cannot run beside Hudi 1.1.1",
-    "end-to-end-latency": "not built yet",
     "scale": "not built yet",
 }
 
@@ -50,26 +50,26 @@ def run(
     if "sensor" in only:
         n, new = (300, 5) if smoke else (sensor_objects, 10)
         report.add(*bench_sensor(client, s.raw_bucket, n, new, reps, say))
-    if "incremental" in only:
-        own = spark is None
-        spark = spark or build_spark_session(s, app_name="cdc-lake-bench")
-        histories = (2, 6) if smoke else (10, 1_000, 10_000)
-        try:
+    own = spark is None and ("incremental" in only or "latency" in only)
+    if own:
+        spark = build_spark_session(s, app_name="cdc-lake-bench")
+    try:
+        if "incremental" in only:
+            histories = (2, 6) if smoke else (10, 1_000, 10_000)
+            new = 2 if smoke else 10
             report.add(
                 *bench_incremental(
-                    spark,
-                    client,
-                    s.raw_bucket,
-                    s.lake_bucket,
-                    histories,
-                    10 if not smoke else 2,
-                    reps,
-                    say,
-                )  # fmt: skip
+                    spark, client, s.raw_bucket, s.lake_bucket, histories, new, reps, say
+                )
             )
-        finally:
-            if own:
-                spark.stop()
+        if "latency" in only:
+            duration, rate, interval, flush = (
+                (8, 1.0, 2.0, 1000) if smoke else (180, 2.0, 5.0, 2000)
+            )
+            report.add(*bench_latency(stack, spark, duration, rate, interval, flush, say))
+    finally:
+        if own and spark is not None:
+            spark.stop()
     return report
 
 
@@ -92,7 +92,8 @@ def main(argv: list[str] | None = None) -> int:
         state_dir=state, port_base=args.port_base, jars_dir=project.jars_dir
     )
     install(settings)
-    stack = LocalStack(settings, verbose=False, only=["s3"])
+    # Only the latency benchmark needs the whole stack; the others need the S3 server.
+    stack = LocalStack(settings, verbose=False, only=None if "latency" in only else ["s3"])
     try:
         say(f"bench: S3 server up in {sum(stack.up().values()):.1f}s")
         report = run(stack, only, args.smoke, reps, sensor_objects=args.sensor_objects)

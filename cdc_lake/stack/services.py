@@ -326,6 +326,32 @@ class Postgres(Service):
         finally:
             conn.close()
 
+    def create_database(self, name: str, replace: bool = False) -> None:
+        """Another database owned by the app user, which the replication user may connect to."""
+        from psycopg2 import sql
+
+        admin = self._connect()
+        admin.autocommit = True
+        try:
+            with admin.cursor() as cur:
+                ident = sql.Identifier(name)
+                if replace:
+                    cur.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(ident))
+                cur.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,))
+                if cur.fetchone() is None:
+                    cur.execute(
+                        sql.SQL("CREATE DATABASE {} OWNER {}").format(
+                            ident, sql.Identifier(self.s.pg_user)
+                        )
+                    )
+                cur.execute(
+                    sql.SQL("GRANT CONNECT ON DATABASE {} TO {}").format(
+                        ident, sql.Identifier(self.s.replication_user)
+                    )
+                )
+        finally:
+            admin.close()
+
     def details(self) -> dict[str, object]:
         return {
             "endpoint": self.endpoint,

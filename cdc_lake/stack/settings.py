@@ -135,7 +135,9 @@ class StackSettings:
             self._credentials.append(Credentials.load_or_create(path))
         return self._credentials[0]
 
-    def pg_dsn(self, user: str | None = None, password: str | None = None) -> str:
+    def pg_dsn(
+        self, user: str | None = None, password: str | None = None, database: str | None = None
+    ) -> str:
         user = user or self.pg_user
         if password is None:
             password = (
@@ -143,9 +145,8 @@ class StackSettings:
                 if user == self.pg_user
                 else self.credentials.replication_password
             )
-        return (
-            f"postgresql://{user}:{password}@{self.host}:{self.port('postgres')}/{self.pg_database}"
-        )
+        db = database or self.pg_database
+        return f"postgresql://{user}:{password}@{self.host}:{self.port('postgres')}/{db}"
 
     # --- layout ----------------------------------------------------------------------------
     @property

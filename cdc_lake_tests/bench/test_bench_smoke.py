@@ -9,8 +9,8 @@ from bench.harness import write_outputs
 from cdc_lake.stack import LocalStack
 
 
-def test_benchmarks_run_and_report(local_stack: LocalStack, spark, tmp_path):
-    report = run(local_stack, ["sensor", "incremental"], smoke=True, reps=1, spark=spark)
+def test_benchmarks_run_and_report(local_stack: LocalStack, spark, secret_env, tmp_path):
+    report = run(local_stack, ["sensor", "incremental", "latency"], smoke=True, reps=1, spark=spark)
     figures = {(f.benchmark, f.name): f for f in report.figures}
     ours = figures[("sensor tick", "cdc-lake LIST requests per tick")]
     full = figures[("sensor tick", "dagster_aws LIST requests per tick")]
@@ -19,6 +19,11 @@ def test_benchmarks_run_and_report(local_stack: LocalStack, spark, tmp_path):
     assert full.value >= 1
     incremental = [f for f in report.figures if f.benchmark == "incremental"]
     assert len(incremental) == 4 and all(f.value > 0 for f in incremental)
+
+    latency = {f.name: f for f in report.figures if f.benchmark == "e2e latency"}
+    assert latency["changes traced"].value >= 1
+    p95 = next(f for name, f in latency.items() if name.startswith("p95"))
+    assert p95.value > 0
 
     out_json, out_md = tmp_path / "r.json", tmp_path / "benchmarks.md"
     write_outputs(report, out_json, out_md, "python -m bench --smoke")

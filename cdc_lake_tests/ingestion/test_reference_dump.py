@@ -7,7 +7,6 @@ from pathlib import Path
 
 import dagster as dg
 import psycopg2
-from psycopg2 import sql
 
 from cdc_lake.defs.raw.assets import RAW_KEY, raw_cdc_files
 from cdc_lake.defs.source.assets import OUTBOX_KEY, cdc_events_outbox
@@ -25,28 +24,14 @@ DUMP = SHARED / "reference" / "northwind"
 def create_database(stack: LocalStack, name: str) -> None:
     svc = stack.service("postgres")
     assert isinstance(svc, Postgres)
-    admin = svc._connect()
-    admin.autocommit = True
-    with admin.cursor() as cur:
-        cur.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
-        cur.execute(
-            sql.SQL("CREATE DATABASE {} OWNER {}").format(
-                sql.Identifier(name), sql.Identifier(stack.settings.pg_user)
-            )
-        )
-        cur.execute(
-            sql.SQL("GRANT CONNECT ON DATABASE {} TO {}").format(
-                sql.Identifier(name), sql.Identifier(stack.settings.replication_user)
-            )
-        )
-    admin.close()
+    svc.create_database(name, replace=True)
 
 
 def test_original_dump_yields_829_events(local_stack: LocalStack, secret_env):
     assert (DUMP / "northwind_ddl.sql").is_file(), f"reference dump not found at {DUMP}"
     create_database(local_stack, "northwind_ref")
     s = local_stack.settings
-    dsn = s.pg_dsn().rsplit("/", 1)[0] + "/northwind_ref"
+    dsn = s.pg_dsn(database="northwind_ref")
     with psycopg2.connect(dsn) as conn, conn.cursor() as cur:
         cur.execute("CREATE SCHEMA datalake; SET search_path TO datalake")
         cur.execute((DUMP / "northwind_ddl.sql").read_text())
