@@ -54,3 +54,11 @@ def test_definitions_hold_the_pipeline():
             "orders_exist_in_lake", "no_quarantined_lines"} <= checks  # fmt: skip
     assert repo.has_sensor_def("raw_cdc_files_sensor")
     assert set(loaded.resources or {}) >= {"postgres", "kafka", "kafka_connect", "s3", "pyspark"}
+
+
+def test_runs_share_one_process_and_spark_session():
+    from cdc_lake.definitions import defs
+
+    loaded = defs() if not isinstance(defs, dg.Definitions) else defs
+    job = loaded.get_job_def("lake_refresh")
+    assert job.executor_def.name == dg.in_process_executor.name

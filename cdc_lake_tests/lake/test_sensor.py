@@ -41,6 +41,13 @@ def test_sensor_batches_new_files_skips_seen_ones_and_advances(local_stack: Loca
     assert isinstance(seen, dg.SkipReason)  # already-seen files request nothing
 
     newer = lake.put([event(9, 100, 9)], partition=1)
+    # While a refresh is in flight, the tick waits (Hudi takes one writer at a time).
+    busy = instance.add_run(
+        dg.DagsterRun(job_name="lake_refresh", status=dg.DagsterRunStatus.STARTED)
+    )
+    waiting, _ = tick(cursor)
+    assert isinstance(waiting, dg.SkipReason) and busy.run_id in (waiting.skip_message or "")
+    instance.report_run_canceled(busy)
     second, _ = tick(cursor)
     assert isinstance(second, dg.SensorResult)
     assert [r.run_key for r in second.run_requests or []] == [newer]

@@ -7,13 +7,16 @@ the prefix (``dagster_aws``'s helpers list the whole prefix each time; this does
 
 All new objects of one tick become one run. Its ``run_key`` is the newest object key in the
 batch; keys only grow, so an object is never requested twice. An idle tick returns a
-``SkipReason``. The run ingests from the Hudi table's own checkpoint, so a run that is skipped
-or fails loses nothing: the next run picks those files up.
+``SkipReason``. So does a tick while a lake refresh is still queued or running: Hudi takes one
+writer at a time, so the tick waits and leaves the cursor where it is. The next run picks up
+those objects with the rest. The run ingests from the Hudi table's own checkpoint, so a run
+that is skipped or fails loses nothing: the next run picks those files up.
 
 Default state: **stopped**. Turn it on in the Dagster UI (Automation), or start it with
 ``dagster sensor start raw_cdc_files_sensor``.
 """
 
+import datetime
 import json
 
 import dagster as dg
@@ -31,6 +34,15 @@ lake_refresh_job = dg.define_asset_job(
 )
 
 
+STALE_AFTER = datetime.timedelta(minutes=30)
+IN_FLIGHT = [
+    dg.DagsterRunStatus.QUEUED,
+    dg.DagsterRunStatus.NOT_STARTED,
+    dg.DagsterRunStatus.STARTING,
+    dg.DagsterRunStatus.STARTED,
+]
+
+
 @dg.sensor(
     job=lake_refresh_job,
     minimum_interval_seconds=10,
@@ -40,6 +52,19 @@ def raw_cdc_files_sensor(
     context: dg.SensorEvaluationContext, s3: S3Resource, cdc: CdcPipelineResource
 ) -> dg.SensorResult | dg.SkipReason:
     """Requests a lake refresh when new raw CDC objects land."""
+    # A run created long ago that still looks in flight is most likely dead: don't wait on it.
+    recent = datetime.datetime.now(datetime.UTC) - STALE_AFTER
+    in_flight = context.instance.get_run_records(
+        filters=dg.RunsFilter(
+            job_name=lake_refresh_job.name, statuses=IN_FLIGHT, created_after=recent
+        ),
+        limit=1,
+    )
+    if in_flight:
+        return dg.SkipReason(
+            f"lake refresh run {in_flight[0].dagster_run.run_id} is still in flight; "
+            "new objects wait for the next tick"
+        )
     cursor: dict[str, str] = json.loads(context.cursor) if context.cursor else {}
     stats = ListingStats()
     new, advanced = list_new_objects(s3.get_client(), cdc.raw_bucket, cdc.raw_prefix, cursor, stats)
