@@ -60,5 +60,5 @@ def test_runs_share_one_process_and_spark_session():
     from cdc_lake.definitions import defs
 
     loaded = defs() if not isinstance(defs, dg.Definitions) else defs
-    job = loaded.get_job_def("lake_refresh")
+    job = loaded.resolve_job_def("lake_refresh")
     assert job.executor_def.name == dg.in_process_executor.name
