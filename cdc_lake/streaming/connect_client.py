@@ -133,6 +133,22 @@ class ConnectClient:
             self.restart(name, only_failed=True)
         return action
 
+    def deploy(
+        self,
+        name: str,
+        config: dict[str, str],
+        timeout_s: float,
+        log: Callable[[str], None] | None = None,
+    ) -> tuple[str, dict[str, Any]]:
+        """Validate, create or update, and wait for RUNNING; returns (action, status)."""
+        errors = self.validate({**config, "name": name})
+        if errors:
+            raise ConnectError(f"connector {name!r} config is invalid: " + "; ".join(errors))
+        action = self.ensure_connector(name, config)
+        if log:
+            log(f"connector {name}: {action}; waiting for RUNNING")
+        return action, self.wait_running(name, timeout_s=timeout_s)
+
     def wait_running(
         self,
         name: str,

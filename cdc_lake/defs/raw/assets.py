@@ -60,9 +60,7 @@ def raw_cdc_files(
     name = cdc.sink_connector_name
     settings = cdc.connector_settings(postgres)
     config = settings.s3_sink_local() if cdc.s3_endpoint else settings.s3_sink_msk()
-    action = connect.ensure_connector(name, config)
-    context.log.info(f"connector {name}: {action}; waiting for RUNNING")
-    status = connect.wait_running(name, timeout_s=cdc.connector_timeout_s)
+    action, status = connect.deploy(name, config, cdc.connector_timeout_s, context.log.info)
     ends = wait_for_consumer(
         kafka.client_conf(), f"connect-{name}", cdc.topic, timeout_s=cdc.connector_timeout_s
     )

@@ -18,7 +18,6 @@ from cdc_lake.resources import (
 )
 from cdc_lake.source.database import outbox_stats
 from cdc_lake.source.preflight import check_logical_replication
-from cdc_lake.streaming.connect_client import ConnectError
 from cdc_lake.streaming.topics import wait_for_offsets
 
 TOPIC_KEY = dg.AssetKey(["kafka", "datalake_cdc_events"])
@@ -53,12 +52,7 @@ def cdc_events_topic(
     finally:
         conn.close()
     config = cdc.connector_settings(postgres).debezium()
-    errors = connect.validate({**config, "name": name})
-    if errors:
-        raise ConnectError(f"connector {name!r} config is invalid: " + "; ".join(errors))
-    action = connect.ensure_connector(name, config)
-    context.log.info(f"connector {name}: {action}; waiting for RUNNING")
-    status = connect.wait_running(name, timeout_s=cdc.connector_timeout_s)
+    action, status = connect.deploy(name, config, cdc.connector_timeout_s, context.log.info)
     ends = wait_for_offsets(
         kafka.client_conf(), cdc.topic, at_least=rows, timeout_s=cdc.connector_timeout_s
     )
