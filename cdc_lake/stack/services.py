@@ -444,6 +444,15 @@ class S3Proxy(JavaService):
         }
 
 
+def new_cluster_id() -> str:
+    """A KRaft cluster id: 16 random bytes, URL-safe base64. Like Kafka's own Uuid, never one
+    that starts with '-', which a command line would take for an option."""
+    while True:
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cluster_id.startswith("-"):
+            return cluster_id
+
+
 class Kafka(JavaService):
     """A single-node KRaft broker (broker and controller in one process)."""
 
@@ -483,14 +492,13 @@ class Kafka(JavaService):
         )
         if not (logs / "meta.properties").is_file():
             logs.mkdir(parents=True, exist_ok=True)
-            cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+            cluster_id = new_cluster_id()
             argv = self.java_argv()
             # Same JVM and classpath, the storage tool instead of the broker.
             argv[argv.index(self.main_class) :] = [
                 "kafka.tools.StorageTool",
                 "format",
-                "-t",
-                cluster_id,
+                f"--cluster-id={cluster_id}",
                 "-c",
                 str(self.conf),
             ]
