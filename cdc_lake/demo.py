@@ -62,9 +62,7 @@ def run_demo(settings: StackSettings, changes: int = 25) -> int:
         conn.close()
     cdc = resources["cdc"]
     time.sleep(2)  # let Debezium publish the last changes before waiting on the sink
-    wait_for_consumer(
-        resources["kafka"].client_conf(), f"connect-{cdc.sink_connector_name}", cdc.topic, 120
-    )
+    wait_for_consumer(resources["kafka"].client_conf(), cdc.sink_consumer_group, cdc.topic, 120)
     # A fresh sensor cursor: the tick sees every raw object, and batches them into one run.
     tick = raw_cdc_files_sensor(dg.build_sensor_context(instance=instance, resources=resources))
     if not isinstance(tick, dg.SensorResult) or not tick.run_requests:

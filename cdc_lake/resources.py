@@ -115,6 +115,11 @@ class CdcPipelineResource(dg.ConfigurableResource):
     def sink_connector_name(self) -> str:
         return f"{self.topic_prefix}-s3-sink"
 
+    @property
+    def sink_consumer_group(self) -> str:
+        """Connect's consumer group of the sink: its committed offsets are what is in S3."""
+        return f"connect-{self.sink_connector_name}"
+
     def connector_settings(self, postgres: PostgresResource) -> CdcConnectorSettings:
         return CdcConnectorSettings(
             topic_prefix=self.topic_prefix,

@@ -16,7 +16,6 @@ give the same result.
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -153,7 +152,3 @@ def read_incremental(
     if end_instant:
         opts["hoodie.datasource.read.end.instanttime"] = end_instant
     return read_table(spark, base_path, **opts)
-
-
-def checkpoint_json(cursor: dict[str, str]) -> str:
-    return json.dumps(cursor, sort_keys=True)

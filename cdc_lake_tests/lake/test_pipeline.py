@@ -58,7 +58,7 @@ def catch_up(resources: dict) -> None:
         stable = stable + 1 if ends == last else 0
         last = ends
         time.sleep(1)
-    wait_for_consumer(conf, f"connect-{cdc.sink_connector_name}", cdc.topic, 120)
+    wait_for_consumer(conf, cdc.sink_consumer_group, cdc.topic, 120)
 
 
 def _check_results(result: dg.ExecuteInProcessResult) -> dict[str, bool]:

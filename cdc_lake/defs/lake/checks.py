@@ -115,7 +115,7 @@ def matches_source(
     pending_files, _ = list_new_objects(s3.get_client(), cdc.raw_bucket, cdc.raw_prefix, checkpoint)
     conf = kafka.client_conf()
     ends = end_offsets(conf, cdc.topic)
-    done = committed_offsets(conf, f"connect-{cdc.sink_connector_name}", cdc.topic, list(ends))
+    done = committed_offsets(conf, cdc.sink_consumer_group, cdc.topic, list(ends))
     pending_records = sum(max(0, e - done.get(p, 0)) for p, e in ends.items())
     meta |= {"pending_raw_files": len(pending_files), "pending_topic_records": pending_records}
     behind = bool(pending_files) or pending_records > 0

@@ -62,7 +62,7 @@ def raw_cdc_files(
     config = settings.s3_sink_local() if cdc.s3_endpoint else settings.s3_sink_msk()
     action, status = connect.deploy(name, config, cdc.connector_timeout_s, context.log.info)
     ends = wait_for_consumer(
-        kafka.client_conf(), f"connect-{name}", cdc.topic, timeout_s=cdc.connector_timeout_s
+        kafka.client_conf(), cdc.sink_consumer_group, cdc.topic, timeout_s=cdc.connector_timeout_s
     )
     objects, cursor = list_new_objects(client, cdc.raw_bucket, cdc.raw_prefix, {})
     last_key = max((o.key for o in objects), default=None)
