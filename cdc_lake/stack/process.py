@@ -40,7 +40,7 @@ def pid_alive(pid: int) -> bool:
     # A zombie has exited; it only waits for its parent to reap it.
     try:
         state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, IndexError):
+    except (FileNotFoundError, ProcessLookupError, IndexError):
         return False
     return state != "Z"
 
@@ -49,7 +49,9 @@ def rss_mb(pid: int) -> float | None:
     """Resident memory of a process and its children, in MiB."""
     total_kb = 0
     pids = [pid]
-    with contextlib.suppress(FileNotFoundError):
+    # Children (postgres backends, say) come and go: one may exit between listing and reading,
+    # and reading /proc of a vanished process raises ProcessLookupError rather than ENOENT.
+    with contextlib.suppress(FileNotFoundError, ProcessLookupError):
         children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
         pids += [int(c) for c in children]
     for p in pids:
@@ -57,7 +59,7 @@ def rss_mb(pid: int) -> float | None:
             for line in Path(f"/proc/{p}/status").read_text().splitlines():
                 if line.startswith("VmRSS:"):
                     total_kb += int(line.split()[1])
-        except FileNotFoundError:
+        except (FileNotFoundError, ProcessLookupError):
             continue
     return round(total_kb / 1024, 1) if total_kb else None
 
