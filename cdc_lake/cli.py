@@ -2,6 +2,7 @@
 
 cdc-lake stack install | up | down | status [--json]
 cdc-lake demo        # the README's main job: install, stack up, load the definitions, summary
+cdc-lake msk deploy  # production: plugins, worker configuration and connectors on MSK Connect
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import time
 
 from cdc_lake.stack import LocalStack, StackError, StackSettings
 from cdc_lake.stack.install import install
+from cdc_lake.streaming.msk_connect import add_msk_cli
 
 
 def _settings(args: argparse.Namespace) -> StackSettings:
@@ -118,6 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     workload.set_defaults(func=cmd_workload)
     demo = sub.add_parser("demo", help="set everything up and run the main job")
     demo.set_defaults(func=cmd_demo)
+    add_msk_cli(sub)  # cdc-lake msk deploy: the connectors on Amazon MSK Connect
     args = parser.parse_args(argv)
     try:
         return args.func(args)

@@ -8,15 +8,25 @@ to ``.env`` at the project root (mode 0600, git-ignored), which ``dagster dev`` 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
+from dataclasses import asdict
 from typing import Any
 
+import boto3
 import dagster as dg
 import psycopg2
 from dagster_aws.s3 import S3Resource
 from dagster_pyspark import PySparkResource
 from psycopg2.extensions import connection as PgConnection
 
+from cdc_lake.aws.glue import glue_sync_options, register_parquet_table
 from cdc_lake.lake.hudi import HudiTableConfig
+from cdc_lake.spark_jobs import (
+    EmrServerlessSparkJobs,
+    EmrStepSparkJobs,
+    LocalSparkJobs,
+    SparkJobsResource,
+)
 from cdc_lake.stack.settings import StackSettings
 from cdc_lake.stack.spark import spark_conf
 from cdc_lake.streaming.connect_client import ConnectClient
@@ -56,11 +66,16 @@ class PostgresResource(dg.ConfigurableResource):
 
 
 class KafkaResource(dg.ConfigurableResource):
-    """Kafka client settings, passed through to librdkafka (MSK adds SASL/IAM settings)."""
+    """Kafka client settings, passed through to librdkafka.
+
+    ``msk_iam_region`` set: SASL_SSL with OAUTHBEARER tokens signed for MSK IAM auth by AWS's
+    ``aws-msk-iam-sasl-signer-python`` from the default credential chain (the instance or task
+    role), which is how clients reach MSK's IAM listener (port 9098)."""
 
     bootstrap_servers: str
     security_protocol: str = "PLAINTEXT"
     sasl_mechanism: str | None = None
+    msk_iam_region: str | None = None
 
     def client_conf(self) -> dict[str, Any]:
         conf: dict[str, Any] = {
@@ -69,6 +84,20 @@ class KafkaResource(dg.ConfigurableResource):
         }
         if self.sasl_mechanism:
             conf["sasl.mechanism"] = self.sasl_mechanism
+        if self.msk_iam_region:
+            region = self.msk_iam_region
+
+            def token(_config: Any) -> tuple[str, float]:
+                from aws_msk_iam_sasl_signer import MSKAuthTokenProvider
+
+                value, expiry_ms = MSKAuthTokenProvider.generate_auth_token(region)
+                return value, expiry_ms / 1000
+
+            conf |= {
+                "security.protocol": "SASL_SSL",
+                "sasl.mechanism": "OAUTHBEARER",
+                "oauth_cb": token,
+            }
         return conf
 
 
@@ -156,6 +185,9 @@ class LakeResource(dg.ConfigurableResource):
     parallelism: int = 2
     compaction_delta_commits: int = 5
     hudi_options: dict[str, str] = {}
+    # Production: Hudi meta sync into this Glue database; the order items are registered too.
+    glue_database: str | None = None
+    region: str = "us-east-1"
 
     def uri(self, prefix: str) -> str:
         return f"{self.scheme}://{self.lake_bucket}/{prefix}"
@@ -180,7 +212,34 @@ class LakeResource(dg.ConfigurableResource):
             delete_mode=self.delete_mode,
             parallelism=self.parallelism,
             compaction_delta_commits=self.compaction_delta_commits,
-            extra_options=dict(self.hudi_options),
+            extra_options={**self.catalog_options(), **self.hudi_options},
+        )
+
+    def catalog_options(self) -> dict[str, str]:
+        if not self.glue_database:
+            return {}
+        return glue_sync_options(self.glue_database, "cdc_events", self.partition_field)
+
+    def upsert_params(self, cdc: CdcPipelineResource) -> dict[str, Any]:
+        """The ``upsert`` job's parameters: plain JSON, the same for local Spark and EMR."""
+        return {
+            "raw_bucket": cdc.raw_bucket,
+            "raw_prefix": cdc.raw_prefix,
+            "scheme": self.scheme,
+            "table": asdict(self.table_config()),
+            "quarantine_path": self.quarantine_path if self.quarantine else None,
+        }
+
+    def order_items_params(self) -> dict[str, Any]:
+        return {"table_path": self.table_path, "items_path": self.order_items_path}
+
+    def register_order_items(self) -> str | None:
+        """Register the order items' Parquet in Glue (production); None when there is no Glue."""
+        if not self.glue_database:
+            return None
+        glue = boto3.client("glue", region_name=self.region)
+        return register_parquet_table(
+            glue, self.glue_database, "order_items", self.order_items_path
         )
 
 
@@ -201,8 +260,17 @@ def local_resources(
 ) -> dict[str, Any]:
     """The local stack's resource set. Secrets are EnvVars; ``local_secret_env`` has values."""
     s = settings or StackSettings.from_env()
+    pyspark = PySparkResource(spark_config=spark_conf(s, with_keys=False))
+    s3 = S3Resource(
+        endpoint_url=s.s3_endpoint,
+        region_name=s.region,
+        aws_access_key_id=dg.EnvVar("CDC_LAKE_S3_ACCESS_KEY"),
+        aws_secret_access_key=dg.EnvVar("CDC_LAKE_S3_SECRET_KEY"),
+        use_ssl=False,
+    )
     return {
-        "pyspark": PySparkResource(spark_config=spark_conf(s, with_keys=False)),
+        "pyspark": pyspark,
+        "spark_jobs": LocalSparkJobs(pyspark=pyspark, s3=s3),
         "lake": LakeResource(**{"lake_bucket": s.lake_bucket, **(lake or {})}),
         "postgres": PostgresResource(
             host=s.host,
@@ -215,13 +283,7 @@ def local_resources(
         ),
         "kafka": KafkaResource(bootstrap_servers=s.kafka_bootstrap),
         "kafka_connect": KafkaConnectResource(url=s.connect_url),
-        "s3": S3Resource(
-            endpoint_url=s.s3_endpoint,
-            region_name=s.region,
-            aws_access_key_id=dg.EnvVar("CDC_LAKE_S3_ACCESS_KEY"),
-            aws_secret_access_key=dg.EnvVar("CDC_LAKE_S3_SECRET_KEY"),
-            use_ssl=False,
-        ),
+        "s3": s3,
         "cdc": CdcPipelineResource(
             **{
                 "raw_bucket": s.raw_bucket,
@@ -234,10 +296,124 @@ def local_resources(
     }
 
 
+class ProdSettingsError(ValueError):
+    """A production setting is missing or invalid; the message names every variable."""
+
+
+def _need(environ: Mapping[str, str], names: list[str]) -> None:
+    missing = [n for n in names if not environ.get(n)]
+    if missing:
+        raise ProdSettingsError(
+            "CDC_LAKE_ENV=prod needs these variables, which are not set: "
+            + ", ".join(missing)
+            + ". See docs/deploy.md."
+        )
+
+
+def prod_spark_jobs(environ: Mapping[str, str], region: str, lake_bucket: str) -> SparkJobsResource:
+    """``CDC_LAKE_SPARK_TARGET``: ``emr-step`` (default) or ``emr-serverless``."""
+    target = environ.get("CDC_LAKE_SPARK_TARGET", "emr-step")
+    common: dict[str, Any] = {
+        "region": region,
+        "code_bucket": environ.get("CDC_LAKE_CODE_BUCKET", lake_bucket),
+        "code_prefix": environ.get("CDC_LAKE_CODE_PREFIX", "cdc-lake/code"),
+        "pipes_bucket": environ.get("CDC_LAKE_PIPES_BUCKET", lake_bucket),
+    }
+    if target == "emr-step":
+        _need(environ, ["CDC_LAKE_EMR_CLUSTER_ID"])
+        return EmrStepSparkJobs(cluster_id=environ["CDC_LAKE_EMR_CLUSTER_ID"], **common)
+    if target == "emr-serverless":
+        _need(environ, ["CDC_LAKE_EMR_SERVERLESS_APP_ID", "CDC_LAKE_EMR_EXECUTION_ROLE_ARN"])
+        return EmrServerlessSparkJobs(
+            application_id=environ["CDC_LAKE_EMR_SERVERLESS_APP_ID"],
+            execution_role_arn=environ["CDC_LAKE_EMR_EXECUTION_ROLE_ARN"],
+            log_uri=environ.get("CDC_LAKE_EMR_LOG_URI"),
+            **common,
+        )
+    raise ProdSettingsError(
+        f"CDC_LAKE_SPARK_TARGET={target!r} is not a target; use 'emr-step' or 'emr-serverless'"
+    )
+
+
+def prod_resources(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The AWS resource set: RDS/Aurora, MSK (IAM), Connect, S3, EMR and Glue.
+
+    Plain settings are read from the environment now (they are not secrets). The database
+    password stays a ``dg.EnvVar``, read when a run starts; inject it from Secrets Manager (for
+    example the ECS task's ``secrets``). Everything on AWS authenticates with the role of the
+    process (boto3's default chain): no access key is configured here."""
+    env = os.environ if environ is None else environ
+    _need(
+        env,
+        [
+            "CDC_LAKE_PG_HOST",
+            "CDC_LAKE_PG_DATABASE",
+            "CDC_LAKE_PG_USER",
+            "CDC_LAKE_KAFKA_BOOTSTRAP",
+            "CDC_LAKE_RAW_BUCKET",
+            "CDC_LAKE_LAKE_BUCKET",
+        ],
+    )
+    region = env.get("CDC_LAKE_AWS_REGION") or env.get("AWS_REGION") or "us-east-1"
+    lake_bucket = env["CDC_LAKE_LAKE_BUCKET"]
+    msk_connect = env.get("CDC_LAKE_CONNECT_MODE", "msk") == "msk"
+    secret_name = env.get("CDC_LAKE_REPLICATION_SECRET", "cdc-lake/replication")
+    connect: dg.ConfigurableResource
+    if msk_connect:
+        from cdc_lake.streaming.msk_connect import MskConnectResource
+
+        connect = MskConnectResource(region=region)
+    else:
+        _need(env, ["CDC_LAKE_CONNECT_URL"])
+        connect = KafkaConnectResource(url=env["CDC_LAKE_CONNECT_URL"])
+    return {
+        "postgres": PostgresResource(
+            host=env["CDC_LAKE_PG_HOST"],
+            port=int(env.get("CDC_LAKE_PG_PORT", "5432")),
+            database=env["CDC_LAKE_PG_DATABASE"],
+            user=env["CDC_LAKE_PG_USER"],
+            password=dg.EnvVar("CDC_LAKE_PG_PASSWORD"),
+            replication_user=env.get("CDC_LAKE_PG_REPLICATION_USER", "cdc_replication"),
+            sslmode=env.get("CDC_LAKE_PG_SSLMODE", "require"),
+        ),
+        "kafka": KafkaResource(
+            bootstrap_servers=env["CDC_LAKE_KAFKA_BOOTSTRAP"], msk_iam_region=region
+        ),
+        "kafka_connect": connect,
+        "s3": S3Resource(region_name=region),
+        "cdc": CdcPipelineResource(
+            topic_prefix=env.get("CDC_LAKE_TOPIC_PREFIX", "cdc"),
+            raw_bucket=env["CDC_LAKE_RAW_BUCKET"],
+            raw_prefix=env.get("CDC_LAKE_RAW_PREFIX", "cdc-events/"),
+            lake_bucket=lake_bucket,
+            region=region,
+            # Resolved by the Connect worker's config provider, never by us.
+            replication_password_ref=(
+                f"${{secretsmanager:{secret_name}:password}}"
+                if msk_connect
+                else "${env:CDC_LAKE_REPLICATION_PASSWORD}"
+            ),
+            s3_endpoint=None,
+            s3_access_key_ref=None,
+            s3_secret_key_ref=None,
+        ),
+        "lake": LakeResource(
+            lake_bucket=lake_bucket,
+            scheme="s3",  # EMRFS
+            table_type=env.get("CDC_LAKE_TABLE_TYPE", "COPY_ON_WRITE"),
+            glue_database=env.get("CDC_LAKE_GLUE_DATABASE", "datalake"),
+            region=region,
+            parallelism=int(env.get("CDC_LAKE_HUDI_PARALLELISM", "200")),
+        ),
+        "spark_jobs": prod_spark_jobs(env, region, lake_bucket),
+    }
+
+
 def build_resources(env: str | None = None) -> dict[str, Any]:
+    """The resource set chosen by ``CDC_LAKE_ENV`` (``local``, the default, or ``prod``)."""
     env = env or os.environ.get("CDC_LAKE_ENV", "local")
     if env == "local":
         return local_resources()
-    raise ValueError(
-        f"CDC_LAKE_ENV={env!r} is not a known environment; use 'local' (prod is not built yet)"
-    )
+    if env == "prod":
+        return prod_resources()
+    raise ValueError(f"CDC_LAKE_ENV={env!r} is not a known environment; use 'local' or 'prod'")

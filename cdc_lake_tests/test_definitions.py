@@ -53,7 +53,7 @@ def test_definitions_hold_the_pipeline():
     assert {"order_id_unique", "no_deleted_orders", "matches_source", "revenue_non_negative",
             "orders_exist_in_lake", "no_quarantined_lines"} <= checks  # fmt: skip
     assert repo.has_sensor_def("raw_cdc_files_sensor")
-    assert set(loaded.resources or {}) >= {"postgres", "kafka", "kafka_connect", "s3", "pyspark"}
+    assert set(loaded.resources or {}) >= {"postgres", "kafka", "kafka_connect", "s3", "spark_jobs"}
 
 
 def test_runs_share_one_process_and_spark_session():

@@ -25,7 +25,7 @@ SCHEMA_TABLE = "datalake.cdc_events"
 
 DEBEZIUM_TEMPLATE = "debezium-postgres.json"
 S3_SINK_LOCAL_TEMPLATE = "s3-sink-local.json"
-S3_SINK_MSK_TEMPLATE = "s3-sink-msk-lenses.json"
+S3_SINK_MSK_TEMPLATE = "s3-sink-msk.json"
 
 
 class ConnectorConfigError(ValueError):
@@ -148,14 +148,17 @@ class CdcConnectorSettings:
         )
 
     def s3_sink_msk(self) -> dict[str, str]:
+        """Our sink on MSK Connect: no endpoint and no keys, so it writes to AWS S3 with the
+        SDK's default credentials chain, which there is the connector's service execution
+        role."""
         return render_connector_config(
             S3_SINK_MSK_TEMPLATE,
             {
                 "topic": self.topic,
                 "raw_bucket": self.raw_bucket,
-                "raw_prefix_no_slash": self.raw_prefix.rstrip("/"),
+                "raw_prefix": self.raw_prefix,
                 "region": self.region,
                 "flush_records": self.flush_records,
-                "flush_interval_s": max(1, self.flush_interval_ms // 1000),
+                "flush_interval_ms": self.flush_interval_ms,
             },
         )

@@ -44,12 +44,25 @@ def test_local_and_msk_sinks(settings: CdcConnectorSettings):
     assert local["aws.s3.endpoint"] == "http://127.0.0.1:20080"
     assert local["aws.secret.access.key"] == "${env:CDC_LAKE_S3_SECRET_KEY}"
     msk = settings.s3_sink_msk()
-    assert msk["connector.class"] == "io.lenses.streamreactor.connect.aws.s3.sink.S3SinkConnector"
-    assert msk["connect.s3.kcql"].startswith(
-        "INSERT INTO cdc-raw:cdc-events SELECT * FROM `cdc.datalake.cdc_events`"
-    )
-    assert "'flush.count'=1000" in msk["connect.s3.kcql"]
-    assert "'flush.interval'=10" in msk["connect.s3.kcql"]
+    # Our sink on both; on MSK without endpoint or keys (the service execution role's
+    # credentials), and with the same flush settings and converters as locally.
+    assert msk["connector.class"] == local["connector.class"]
+    assert msk["connector.class"] == "io.cdclake.connect.s3.S3JsonLinesSinkConnector"
+    assert msk["topics"] == "cdc.datalake.cdc_events"
+    assert msk["aws.s3.bucket.name"] == "cdc-raw" and msk["file.name.prefix"] == "cdc-events/"
+    assert msk["aws.s3.region"] == "us-east-1"
+    for key in ("aws.s3.endpoint", "aws.access.key.id", "aws.secret.access.key"):
+        assert key not in msk, key
+    assert "aws.s3.path.style.access.enabled" not in msk
+    same = ("file.max.records", "file.flush.interval.ms", "key.converter", "value.converter")
+    assert {k: msk[k] for k in same} == {k: local[k] for k in same}
+    assert msk["file.max.records"] == "1000" and msk["file.flush.interval.ms"] == "10000"
+    assert set(msk) == set(local) - {
+        "aws.s3.endpoint",
+        "aws.s3.path.style.access.enabled",
+        "aws.access.key.id",
+        "aws.secret.access.key",
+    }
 
 
 def test_no_template_holds_a_secret_or_an_environment():

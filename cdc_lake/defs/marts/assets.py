@@ -1,18 +1,17 @@
 """The flattened order items: one row per order line of the Hudi table's current snapshot.
 
-Rebuilt in full from the snapshot each time and written as Parquet (overwrite). Deleted
-orders are gone from the snapshot, so their lines are gone too.
+Rebuilt in full from the snapshot each time and written as Parquet (overwrite), by the same
+Spark job locally and on EMR, which also evaluates the two checks (revenue never negative,
+every line's order live in the lake). Deleted orders are gone from the snapshot, so their lines
+are gone too. In production the Parquet is registered in the Glue database for Athena.
 """
 
 import dagster as dg
-from dagster_pyspark import PySparkResource
-from pyspark.sql import functions as F
 
 from cdc_lake.defs.lake.assets import HUDI_KEY
-from cdc_lake.lake.ingest import read_table
-from cdc_lake.lake.transforms import flatten_order_items
-from cdc_lake.marts.report import chart_markdown, chart_png, customer_stats, preview_markdown
+from cdc_lake.marts.report import chart_markdown, chart_png
 from cdc_lake.resources import LakeResource
+from cdc_lake.spark_jobs import SparkJobsResource
 
 ORDER_ITEMS_KEY = dg.AssetKey(["s3", "marts", "order_items"])
 
@@ -24,36 +23,34 @@ ORDER_ITEMS_KEY = dg.AssetKey(["s3", "marts", "order_items"])
     kinds={"spark", "parquet", "s3"},
     owners=["team:analytics"],
     tags={"stage": "marts"},
+    check_specs=[
+        dg.AssetCheckSpec(
+            "revenue_non_negative", asset=ORDER_ITEMS_KEY, description="revenue >= 0 on every row"
+        ),
+        dg.AssetCheckSpec(
+            "orders_exist_in_lake",
+            asset=ORDER_ITEMS_KEY,
+            description="every row's order exists in the Hudi table",
+        ),
+    ],  # fmt: skip
 )
 def order_items(
-    context: dg.AssetExecutionContext, pyspark: PySparkResource, lake: LakeResource
+    context: dg.AssetExecutionContext, spark_jobs: SparkJobsResource, lake: LakeResource
 ) -> dg.MaterializeResult:
     """One row per order item: customer_id, order_id, order_date, product_id, product_name,
     unit_price, quantity, discount and revenue = unit_price × quantity × (1 − discount)."""
-    spark = pyspark.spark_session
-    items = flatten_order_items(read_table(spark, lake.table_path))
-    items.write.mode("overwrite").parquet(lake.order_items_path)
-    written = spark.read.parquet(lake.order_items_path).cache()
-    try:
-        count = written.count()
-        total = written.agg(F.sum("revenue")).collect()[0][0] or 0.0
-        stats = customer_stats(written)
-        preview = preview_markdown(written)
-    finally:
-        written.unpersist()
-    top = [
-        {"customer_id": s.customer_id, "revenue": round(s.revenue, 2), "orders": s.orders}
-        for s in stats[:5]
-    ]
-    context.log.info(f"{count} order items, revenue {total:,.2f}")
-    return dg.MaterializeResult(
-        metadata={
-            "dagster/row_count": dg.MetadataValue.int(count),
-            "total_revenue": dg.MetadataValue.float(round(float(total), 2)),
-            "customers": dg.MetadataValue.int(len(stats)),
-            "top_customers": dg.MetadataValue.json(top),
-            "preview": dg.MetadataValue.md(preview),
-            "chart": dg.MetadataValue.md(chart_markdown(chart_png(stats))),
-            "path": dg.MetadataValue.path(lake.order_items_path),
-        }
+    outcome = spark_jobs.run(context, "order_items", lake.order_items_params())
+    stats = outcome.metadata["customer_stats"].value
+    top = [{k: s[k] for k in ("customer_id", "revenue", "orders")} for s in stats[:5]]
+    extra = {
+        "top_customers": dg.MetadataValue.json(top),
+        "chart": dg.MetadataValue.md(chart_markdown(chart_png(stats))),
+    }
+    if (registered := lake.register_order_items()) is not None:
+        extra["glue_table"] = dg.MetadataValue.text(f"{lake.glue_database}.order_items")
+        extra["glue_action"] = dg.MetadataValue.text(registered)
+    context.log.info(
+        f"{outcome.metadata['dagster/row_count'].value} order items, "
+        f"revenue {outcome.metadata['total_revenue'].value:,.2f}"
     )
+    return outcome.materialize_result(context, **extra)

@@ -1,0 +1,49 @@
+"""Entry point of the lake's Spark jobs on EMR (a cluster step or an EMR Serverless job run).
+
+``spark-submit --py-files cdc_lake_job.zip entry.py [--dagster-pipes-context ...]``
+
+It opens Dagster Pipes, reads ``{"job": ..., "params": ...}`` from the Pipes extras, runs the
+same function the local path runs (``cdc_lake.jobs.lake_jobs.run_job``), and reports the
+materialisation and the check results back through S3. Pipes parameters come from the CLI
+arguments (cluster steps) or the environment (EMR Serverless driver env). An exception fails the
+step or job run; Pipes reports it to Dagster with its traceback. Nothing is committed to the
+Hudi table unless the whole batch is valid (see ``cdc_lake/lake/ingest.py``).
+"""
+
+from __future__ import annotations
+
+import sys
+
+
+def main(argv: list[str] | None = None) -> None:
+    import boto3
+    from dagster_pipes import (
+        DAGSTER_PIPES_CONTEXT_CLI_ARGUMENT,
+        PipesCliArgsParamsLoader,
+        PipesEnvVarParamsLoader,
+        PipesS3MessageWriter,
+        open_dagster_pipes,
+    )
+    from pyspark.sql import SparkSession
+
+    from cdc_lake.jobs.lake_jobs import run_job
+
+    argv = sys.argv if argv is None else argv
+    cli = DAGSTER_PIPES_CONTEXT_CLI_ARGUMENT in argv
+    s3 = boto3.client("s3")  # the instance role on EMR; AWS_ENDPOINT_URL_S3 elsewhere
+    with open_dagster_pipes(
+        params_loader=PipesCliArgsParamsLoader() if cli else PipesEnvVarParamsLoader(),
+        message_writer=PipesS3MessageWriter(client=s3, interval=2),
+    ) as pipes:
+        job, params = pipes.extras["job"], pipes.extras["params"]
+        pipes.log.info(f"cdc-lake {job} job starting")
+        spark = SparkSession.Builder().appName(f"cdc-lake-{job}").getOrCreate()
+        report = run_job(spark, s3, job, params)
+        pipes.report_asset_materialization(metadata=report.metadata)
+        for check in report.checks:
+            pipes.report_asset_check(**check)
+        pipes.log.info(f"cdc-lake {job} job done")
+
+
+if __name__ == "__main__":
+    main()

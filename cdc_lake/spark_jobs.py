@@ -1,0 +1,258 @@
+"""Where the lake's Spark jobs run: one interface, three implementations.
+
+``SparkJobsResource.run(context, job, params)`` runs ``cdc_lake.jobs.lake_jobs.run_job`` and
+returns its metadata and check results as Dagster objects:
+
+- ``LocalSparkJobs``: in the Dagster process, on the PySpark resource's session (local Spark with
+  the Hudi bundle). The default.
+- ``EmrStepSparkJobs``: as a step on a running EMR cluster, through ``PipesEMRStepClient``.
+- ``EmrServerlessSparkJobs``: as an EMR Serverless job run, through dagster-aws's
+  ``PipesEMRServerlessClient``.
+
+The EMR variants package the job (``cdc_lake/jobs/package.py``), upload it to S3 by content hash,
+and run ``cdc_lake/jobs/entry.py`` with it. Hudi and Spark come from the EMR release: the only
+jar named is the image's own Hudi bundle. A failed step or job run raises ``dg.Failure`` with
+EMR's reason and where its logs are.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import boto3
+import dagster as dg
+from dagster._core.pipes.client import PipesClientCompletedInvocation
+from dagster_aws.pipes import PipesEMRServerlessClient, PipesS3MessageReader
+from dagster_aws.s3 import S3Resource
+from dagster_pyspark import PySparkResource
+
+from cdc_lake.aws.emr_step import PipesEMRStepClient
+from cdc_lake.jobs.package import build_package, upload_package
+from cdc_lake.stack.spark import HUDI_CONF
+
+# The Hudi bundle of the EMR release (EMR 7.x: Spark 3.5), on every node of the image.
+EMR_HUDI_JARS = ("/usr/lib/hudi/hudi-spark-bundle.jar",)
+
+_METADATA_TYPES = {
+    "int": dg.MetadataValue.int,
+    "float": dg.MetadataValue.float,
+    "text": dg.MetadataValue.text,
+    "json": dg.MetadataValue.json,
+    "md": dg.MetadataValue.md,
+    "path": dg.MetadataValue.path,
+    "url": dg.MetadataValue.url,
+    "bool": dg.MetadataValue.bool,
+}
+
+
+@dataclass
+class JobOutcome:
+    metadata: dict[str, Any] = field(default_factory=dict)
+    checks: list[dg.AssetCheckResult] = field(default_factory=list)
+
+    def materialize_result(
+        self, context: dg.AssetExecutionContext, **extra: Any
+    ) -> dg.MaterializeResult:
+        """The result, with the check results of the checks selected in this run only."""
+        selected = {key.name for key in context.selected_asset_check_keys}
+        return dg.MaterializeResult(
+            metadata={**self.metadata, **extra},
+            check_results=[c for c in self.checks if c.check_name in selected],
+        )
+
+
+def to_metadata(raw: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Pipes wire metadata (``{"raw_value", "type"}``) to Dagster metadata values."""
+    return {k: _METADATA_TYPES[v["type"]](v["raw_value"]) for k, v in raw.items()}
+
+
+def outcome_from_report(report: Any) -> JobOutcome:
+    checks = [
+        dg.AssetCheckResult(
+            check_name=c["check_name"],
+            passed=c["passed"],
+            severity=dg.AssetCheckSeverity(c["severity"]),
+            metadata=to_metadata(c["metadata"]),
+        )
+        for c in report.checks
+    ]
+    return JobOutcome(to_metadata(report.metadata), checks)
+
+
+def outcome_from_pipes(invocation: PipesClientCompletedInvocation) -> JobOutcome:
+    outcome = JobOutcome()
+    for result in invocation.get_results():
+        if isinstance(result, dg.MaterializeResult):
+            outcome.metadata |= dict(result.metadata or {})
+        elif isinstance(result, dg.AssetCheckResult):
+            outcome.checks.append(result)
+    if not outcome.metadata:
+        raise dg.Failure(
+            "the Spark job finished but reported no materialization through Pipes: check that "
+            "the job's S3 messages reached the Pipes bucket"
+        )
+    outcome.metadata |= dict(invocation.metadata)
+    return outcome
+
+
+def spark_submit_args(
+    py_files: str, conf: dict[str, str], jars: tuple[str, ...] = EMR_HUDI_JARS
+) -> list[str]:
+    """spark-submit options shared by EMR steps and EMR Serverless: Hudi's session settings,
+    the image's Hudi bundle, the job zip, then the deployment's own confs (which win)."""
+    args = ["--jars", ",".join(jars), "--py-files", py_files]
+    for key, value in {**HUDI_CONF, **conf}.items():
+        args += ["--conf", f"{key}={value}"]
+    return args
+
+
+class SparkJobsResource(dg.ConfigurableResource):
+    """Runs a lake job (``upsert`` or ``order_items``) somewhere, returning its outcome."""
+
+    def run(
+        self, context: dg.AssetExecutionContext, job: str, params: dict[str, Any]
+    ) -> JobOutcome:
+        raise NotImplementedError
+
+
+class LocalSparkJobs(SparkJobsResource):
+    """The job in this process, on the PySpark resource's local Spark session."""
+
+    pyspark: PySparkResource
+    s3: S3Resource
+
+    def run(
+        self, context: dg.AssetExecutionContext, job: str, params: dict[str, Any]
+    ) -> JobOutcome:
+        from cdc_lake.jobs.lake_jobs import run_job
+
+        report = run_job(self.pyspark.spark_session, self.s3.get_client(), job, params)
+        return outcome_from_report(report)
+
+
+class _EmrJobs(SparkJobsResource):
+    region: str
+    code_bucket: str
+    code_prefix: str = "cdc-lake/code"
+    pipes_bucket: str
+    spark_conf: dict[str, str] = {}
+    poll_interval_s: float = 15.0
+    # Only for tests (moto's server for EMR, the local S3 server); on AWS, the region decides.
+    endpoint_url: str | None = None
+    s3_endpoint_url: str | None = None
+
+    def client(self, service: str) -> Any:
+        endpoint = self.s3_endpoint_url if service == "s3" else self.endpoint_url
+        return boto3.client(service, region_name=self.region, endpoint_url=endpoint)
+
+    def upload_job(self) -> tuple[str, str]:
+        with tempfile.TemporaryDirectory(prefix="cdc-lake-job-") as tmp:
+            package = build_package(Path(tmp))
+            return upload_package(self.client("s3"), package, self.code_bucket, self.code_prefix)
+
+    def message_reader(self) -> PipesS3MessageReader:
+        return PipesS3MessageReader(
+            bucket=self.pipes_bucket, client=self.client("s3"), interval=self.poll_interval_s
+        )
+
+
+class EmrStepSparkJobs(_EmrJobs):
+    """The job as a step on a running EMR cluster (``add_job_flow_steps``), as the reference
+    design's ``aws emr add-steps``."""
+
+    cluster_id: str
+    deploy_mode: str = "cluster"
+
+    def run(
+        self, context: dg.AssetExecutionContext, job: str, params: dict[str, Any]
+    ) -> JobOutcome:
+        entry_uri, zip_uri = self.upload_job()
+        client = PipesEMRStepClient(
+            self.client("emr"), self.message_reader(), self.region, self.poll_interval_s
+        )
+        invocation = client.run(
+            context=context,
+            cluster_id=self.cluster_id,
+            step_name=f"cdc-lake {job} (dagster run {context.run.run_id[:8]})",
+            entry_point=entry_uri,
+            spark_submit_args=[
+                "--deploy-mode",
+                self.deploy_mode,
+                *spark_submit_args(zip_uri, self.spark_conf),
+            ],
+            extras={"job": job, "params": params},
+        )
+        return outcome_from_pipes(invocation)
+
+
+class CdcEMRServerlessClient(PipesEMRServerlessClient):
+    """dagster-aws's client, with a failure that carries EMR's reason and the logs' location."""
+
+    def __init__(self, *args: Any, log_uri: str | None = None, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.log_uri = log_uri
+
+    def _wait_for_completion(self, context: Any, start_response: Any) -> Any:
+        try:
+            return super()._wait_for_completion(context, start_response)
+        except RuntimeError as e:
+            run = self.client.get_job_run(
+                applicationId=start_response["applicationId"], jobRunId=start_response["jobRunId"]
+            )["jobRun"]
+            logs = (
+                f"{self.log_uri.rstrip('/')}/applications/{run['applicationId']}/jobs/"
+                f"{run['jobRunId']}/"
+                if self.log_uri
+                else "CloudWatch / the EMR Studio dashboard of the application"
+            )
+            raise dg.Failure(
+                description=f"EMR Serverless job run {run['jobRunId']} {run['state']}: "
+                f"{run.get('stateDetails') or 'no details given'}. Logs: {logs}",
+                metadata={"state": run["state"], "logs": dg.MetadataValue.path(logs)},
+            ) from e
+
+
+class EmrServerlessSparkJobs(_EmrJobs):
+    """The job as an EMR Serverless job run (``start_job_run``) on a Spark application."""
+
+    application_id: str
+    execution_role_arn: str
+    log_uri: str | None = None  # s3://... for the driver's and executors' logs
+
+    def start_params(self, job: str, entry_uri: str, zip_uri: str) -> dict[str, Any]:
+        params: dict[str, Any] = {
+            "applicationId": self.application_id,
+            "executionRoleArn": self.execution_role_arn,
+            "name": f"cdc-lake-{job}",
+            "jobDriver": {
+                "sparkSubmit": {
+                    "entryPoint": entry_uri,
+                    "sparkSubmitParameters": " ".join(spark_submit_args(zip_uri, self.spark_conf)),
+                }
+            },
+        }
+        if self.log_uri:
+            params["configurationOverrides"] = {
+                "monitoringConfiguration": {"s3MonitoringConfiguration": {"logUri": self.log_uri}}
+            }
+        return params
+
+    def run(
+        self, context: dg.AssetExecutionContext, job: str, params: dict[str, Any]
+    ) -> JobOutcome:
+        entry_uri, zip_uri = self.upload_job()
+        client = CdcEMRServerlessClient(
+            client=self.client("emr-serverless"),
+            message_reader=self.message_reader(),
+            poll_interval=self.poll_interval_s,
+            log_uri=self.log_uri,
+        )
+        invocation = client.run(
+            context=context,
+            start_job_run_params=self.start_params(job, entry_uri, zip_uri),  # type: ignore[arg-type]
+            extras={"job": job, "params": params},
+        )
+        return outcome_from_pipes(invocation)

@@ -1,0 +1,266 @@
+"""The lake's Spark jobs on EMR: a step on a running cluster and an EMR Serverless job run.
+
+moto's server plays the EMR control planes and ``EmrSimulator`` runs what they were sent on
+local Spark, from the code the resource uploaded, so the whole path is real but the cluster:
+packaging, upload, the exact step or job run, Pipes messages and logs through S3, polling to
+COMPLETED or FAILED, and the failure as a Dagster error.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import zlib
+from typing import Any
+
+import boto3
+import dagster as dg
+import pytest
+from botocore.stub import Stubber
+
+from cdc_lake.aws.emr_step import EmrStepFailed, PipesEMRStepClient
+from cdc_lake.defs.lake.assets import HUDI_KEY, cdc_events_hudi
+from cdc_lake.defs.marts.assets import ORDER_ITEMS_KEY, order_items
+from cdc_lake.lake.ingest import read_table
+from cdc_lake.raw.synthetic import SyntheticLake, event
+from cdc_lake.resources import local_resources
+from cdc_lake.spark_jobs import EmrServerlessSparkJobs, EmrStepSparkJobs
+from cdc_lake.stack import LocalStack
+from cdc_lake.stack.spark import HUDI_CONF
+from cdc_lake_tests.aws.conftest import REGION
+from cdc_lake_tests.aws.emr_sim import EmrSimulator
+
+
+def _synthetic(local_stack: LocalStack) -> SyntheticLake:
+    s = local_stack.settings
+    client = local_stack.service("s3").client()  # type: ignore[attr-defined]
+    return SyntheticLake(client, s.raw_bucket, s.lake_bucket)
+
+
+def _resources(local_stack: LocalStack, syn: SyntheticLake, spark_jobs: Any) -> dict[str, Any]:
+    resources = local_resources(
+        local_stack.settings,
+        lake={
+            "table_prefix": f"synthetic/{syn.name}/cdc_events",
+            "order_items_prefix": f"synthetic/{syn.name}/order_items",
+            "quarantine_prefix": f"synthetic/{syn.name}/quarantine",
+        },
+        raw_prefix=syn.raw_prefix,
+    )
+    return {**resources, "spark_jobs": spark_jobs}
+
+
+def _cluster(moto_endpoint: str, log_bucket: str) -> str:
+    emr = boto3.client("emr", region_name=REGION, endpoint_url=moto_endpoint)
+    return emr.run_job_flow(
+        Name="cdc-lake-test",
+        ReleaseLabel="emr-7.5.0",
+        LogUri=f"s3://{log_bucket}/emr-logs/",
+        Applications=[{"Name": "Spark"}, {"Name": "Hadoop"}],
+        Instances={
+            "MasterInstanceType": "m5.xlarge",
+            "SlaveInstanceType": "m5.xlarge",
+            "InstanceCount": 1,
+            "KeepJobFlowAliveWhenNoSteps": True,
+        },
+        JobFlowRole="EMR_EC2_DefaultRole",
+        ServiceRole="EMR_DefaultRole",
+    )["JobFlowId"]
+
+
+def _decode(param: str) -> dict[str, Any]:
+    return json.loads(zlib.decompress(base64.b64decode(param)))
+
+
+def _step_jobs(local_stack: LocalStack, moto_endpoint: str, cluster_id: str) -> EmrStepSparkJobs:
+    s = local_stack.settings
+    return EmrStepSparkJobs(
+        region=REGION,
+        cluster_id=cluster_id,
+        code_bucket=s.lake_bucket,
+        code_prefix="emr-test/code",
+        pipes_bucket=s.lake_bucket,
+        spark_conf={"spark.sql.shuffle.partitions": "4"},
+        poll_interval_s=0.5,
+        endpoint_url=moto_endpoint,
+        s3_endpoint_url=s.s3_endpoint,
+    )
+
+
+def test_emr_step_runs_the_same_job_and_reports_through_pipes(
+    local_stack: LocalStack, secret_env, spark, moto_endpoint: str
+):
+    s = local_stack.settings
+    syn = _synthetic(local_stack)
+    syn.put([event(1, 100, 1), event(2, 100, 2), event(1, 200, 3, shipped_date=10010)])
+    syn.put([event(3, 150, 4), event(2, 300, 5, op="d", deleted=True)], partition=1)
+    cluster_id = _cluster(moto_endpoint, s.lake_bucket)
+    resources = _resources(local_stack, syn, _step_jobs(local_stack, moto_endpoint, cluster_id))
+    s3 = local_stack.service("s3").client()  # type: ignore[attr-defined]
+
+    with EmrSimulator(s, s3, REGION) as sim:
+        result = dg.materialize([cdc_events_hudi, order_items], resources=resources)
+    assert result.success, [e.stderr[-3000:] for e in sim.executions]
+
+    # Both jobs ran as steps, from the uploaded code, with nothing of the project's checkout.
+    assert [e.returncode for e in sim.executions] == [0, 0]
+    emr = boto3.client("emr", region_name=REGION, endpoint_url=moto_endpoint)
+    steps = emr.list_steps(ClusterId=cluster_id)["Steps"]
+    assert len(steps) == 2 and {st["Status"]["State"] for st in steps} == {"COMPLETED"}
+    step = emr.describe_step(ClusterId=cluster_id, StepId=steps[-1]["Id"])["Step"]  # the first
+    assert step["ActionOnFailure"] == "CONTINUE"
+    assert step["Config"]["Jar"] == "command-runner.jar"
+    args = step["Config"]["Args"]
+    listed = s3.list_objects_v2(Bucket=s.lake_bucket, Prefix="emr-test/code/")["Contents"]
+    code = sorted(o["Key"] for o in listed)
+    assert len(code) == 2
+    assert code[0].endswith("/cdc_lake_job.zip") and code[1].endswith("/entry.py")
+    confs = dict(args[i + 1].split("=", 1) for i, a in enumerate(args) if a == "--conf")
+    assert args[:7] == [
+        "spark-submit", "--deploy-mode", "cluster",
+        "--jars", "/usr/lib/hudi/hudi-spark-bundle.jar",
+        "--py-files", f"s3://{s.lake_bucket}/{code[0]}",
+    ]  # fmt: skip
+    assert confs == {**HUDI_CONF, "spark.sql.shuffle.partitions": "4"}
+    entry_at = args.index(f"s3://{s.lake_bucket}/{code[1]}")
+    assert args[entry_at + 1 :: 2] == ["--dagster-pipes-context", "--dagster-pipes-messages"]
+    context = _decode(args[entry_at + 2])["data"]  # inline, as PipesEnvContextInjector puts it
+    assert context["extras"]["job"] == "upsert"
+    assert context["extras"]["params"]["raw_prefix"] == syn.raw_prefix
+    assert _decode(args[entry_at + 4])["bucket"] == s.lake_bucket  # messages through S3
+
+    # Metadata and the job's own check results came back through Pipes.
+    mats = {m.asset_key: m for m in
+            (e.materialization for e in result.get_asset_materialization_events())}  # fmt: skip
+    meta: dict[str, Any] = {k: v.value for k, v in mats[HUDI_KEY].metadata.items()}
+    assert (meta["records_inserted"], meta["events_read"], meta["files_read"]) == (2, 5, 2)
+    assert meta["emr_cluster_id"] == cluster_id and meta["emr_step_state"] == "COMPLETED"
+    assert meta["live_key_digest"]["rows"] == 2
+    items_meta: dict[str, Any] = {k: v.value for k, v in mats[ORDER_ITEMS_KEY].metadata.items()}
+    assert items_meta["dagster/row_count"] == 2 and "chart" in items_meta
+    checks = {c.check_name: c.passed for c in result.get_asset_check_evaluations()}
+    assert checks == {"order_id_unique": True, "no_deleted_orders": True,
+                      "revenue_non_negative": True, "orders_exist_in_lake": True}  # fmt: skip
+
+    table = read_table(spark, resources["lake"].table_path)
+    rows = {r["order_id"]: r for r in table.collect()}
+    assert set(rows) == {1, 3} and rows[1]["shipped_date"].toordinal() > 0
+
+    # An unchanged job is not uploaded again; a run with no new files commits nothing.
+    with EmrSimulator(s, s3, REGION) as sim:
+        again = dg.materialize([cdc_events_hudi], resources=resources)
+    assert again.success and len(sim.executions) == 1
+    after = s3.list_objects_v2(Bucket=s.lake_bucket, Prefix="emr-test/code/")["Contents"]
+    assert sorted(o["Key"] for o in after) == code
+    mat = again.get_asset_materialization_events()[0].materialization
+    assert mat.metadata["commit_instant"].value == "none"
+
+
+def test_a_failed_step_is_a_dagster_failure_with_reason_and_logs(
+    local_stack: LocalStack, secret_env, moto_endpoint: str
+):
+    s = local_stack.settings
+    syn = _synthetic(local_stack)
+    syn.put([event(1, 100, 1), '{"order_id": "not a number", "__source_ts_ms": 1}'])
+    cluster_id = _cluster(moto_endpoint, s.lake_bucket)
+    resources = _resources(local_stack, syn, _step_jobs(local_stack, moto_endpoint, cluster_id))
+    s3 = local_stack.service("s3").client()  # type: ignore[attr-defined]
+
+    with EmrSimulator(s, s3, REGION) as sim:
+        result = dg.materialize([cdc_events_hudi], resources=resources, raise_on_error=False)
+    assert not result.success
+    assert sim.executions[0].returncode != 0
+    # The job's own error names the object and line (it reached Dagster through Pipes)...
+    out = sim.executions[0].stdout + sim.executions[0].stderr
+    assert "malformed line" in out and f"{syn.key(0, 0)} line 2" in out
+    failure = next(e for e in result.all_events if e.event_type_value == "STEP_FAILURE")
+    text = str(failure.event_specific_data.error)  # type: ignore[union-attr]
+    # ...and the step's failure names the step, its state, EMR's reason and where to look.
+    assert "EMR step" in text and "FAILED" in text and "spark-submit exited with" in text
+    assert f"clusterDetails/{cluster_id}" in str(failure.event_specific_data)
+    # Nothing was committed.
+    assert not any(
+        o["Key"].endswith(".commit")
+        for o in s3.list_objects_v2(Bucket=s.lake_bucket,
+                                    Prefix=f"synthetic/{syn.name}/").get("Contents", [])
+    )  # fmt: skip
+
+
+def test_step_polling_to_failed_with_emr_failure_details():
+    """Stubber: every request is checked against EMR's service model."""
+    emr = boto3.client("emr", region_name=REGION, aws_access_key_id="x", aws_secret_access_key="x")
+    client = PipesEMRStepClient(emr, message_reader=None, region=REGION, poll_interval_s=0)  # type: ignore[arg-type]
+    ids = {"ClusterId": "j-ABC", "StepId": "s-1"}
+    with Stubber(emr) as stub:
+        for state in ("PENDING", "RUNNING"):
+            stub.add_response("describe_step",
+                              {"Step": {"Id": "s-1", "Name": "cdc-lake upsert",
+                                        "Status": {"State": state}}}, ids)  # fmt: skip
+        stub.add_response(
+            "describe_step",
+            {"Step": {"Id": "s-1", "Name": "cdc-lake upsert", "Status": {
+                "State": "FAILED",
+                "FailureDetails": {
+                    "Reason": "Unknown Error.",
+                    "Message": "Exception in thread main: MalformedRawFileError",
+                    "LogFile": "s3://logs/emr-logs/j-ABC/steps/s-1/stderr.gz",
+                }}}},
+            ids,
+        )  # fmt: skip
+        with pytest.raises(EmrStepFailed) as info:
+            client.wait_for_step(dg.build_asset_context(), "j-ABC", "s-1")
+        stub.assert_no_pending_responses()
+    text = str(info.value.description)
+    assert "s-1" in text and "FAILED" in text and "MalformedRawFileError" in text
+    assert "s3://logs/emr-logs/j-ABC/steps/s-1/stderr.gz" in text
+    assert info.value.metadata["log_file"].value == "s3://logs/emr-logs/j-ABC/steps/s-1/stderr.gz"
+
+
+def test_emr_serverless_job_run(
+    local_stack: LocalStack, secret_env, moto_endpoint: str, monkeypatch
+):
+    import moto.emrserverless.models as serverless_models
+
+    # moto makes every job run SUCCESS at once; EMR starts them SCHEDULED. The simulator runs
+    # SCHEDULED ones and gives them the state EMR would.
+    monkeypatch.setattr(serverless_models, "JOB_STATUS", "SCHEDULED")
+    s = local_stack.settings
+    syn = _synthetic(local_stack)
+    syn.put([event(7, 100, 1), event(8, 100, 2), event(7, 50, 0, op="d", deleted=True)])
+    client = boto3.client("emr-serverless", region_name=REGION, endpoint_url=moto_endpoint)
+    app_id = client.create_application(name="cdc-lake", releaseLabel="emr-7.5.0", type="SPARK")[
+        "applicationId"
+    ]
+    jobs = EmrServerlessSparkJobs(
+        region=REGION,
+        application_id=app_id,
+        execution_role_arn="arn:aws:iam::123456789012:role/cdc-lake-emr-serverless",
+        log_uri=f"s3://{s.lake_bucket}/emr-serverless-logs/",
+        code_bucket=s.lake_bucket,
+        code_prefix="emr-test/code",
+        pipes_bucket=s.lake_bucket,
+        poll_interval_s=0.5,
+        endpoint_url=moto_endpoint,
+        s3_endpoint_url=s.s3_endpoint,
+    )
+    resources = _resources(local_stack, syn, jobs)
+    s3 = local_stack.service("s3").client()  # type: ignore[attr-defined]
+    with EmrSimulator(s, s3, REGION) as sim:
+        result = dg.materialize([cdc_events_hudi], resources=resources)
+    assert result.success and [e.returncode for e in sim.executions] == [0]
+    run = client.list_job_runs(applicationId=app_id)["jobRuns"][0]
+    detail = client.get_job_run(applicationId=app_id, jobRunId=run["id"])["jobRun"]
+    assert detail["state"] == "SUCCESS"
+    assert detail["executionRole"] == jobs.execution_role_arn
+    driver = detail["jobDriver"]["sparkSubmit"]
+    assert driver["entryPoint"].startswith(f"s3://{s.lake_bucket}/emr-test/code/")
+    assert driver["entryPoint"].endswith("/entry.py")
+    params = driver["sparkSubmitParameters"]
+    assert params.startswith("--jars /usr/lib/hudi/hudi-spark-bundle.jar --py-files s3://")
+    assert "spark.emr-serverless.driverEnv.DAGSTER_PIPES_CONTEXT=" in params
+    assert detail["configurationOverrides"]["monitoringConfiguration"] == {
+        "s3MonitoringConfiguration": {"logUri": f"s3://{s.lake_bucket}/emr-serverless-logs/"}
+    }
+    meta = result.get_asset_materialization_events()[0].materialization.metadata
+    assert meta["records_inserted"].value == 2  # the older delete of 7 was ignored
+    assert meta["AWS EMR Serverless Job Run ID"].value == run["id"]

@@ -1,0 +1,144 @@
+"""The production resource set and the Glue catalog, without AWS: moto's server for Glue."""
+
+from __future__ import annotations
+
+import boto3
+import dagster as dg
+import pytest
+from botocore.stub import Stubber
+
+from cdc_lake.aws.glue import register_parquet_table
+from cdc_lake.lake.hudi import HudiTableConfig
+from cdc_lake.resources import LakeResource, ProdSettingsError, build_resources, prod_resources
+from cdc_lake.spark_jobs import EmrServerlessSparkJobs, EmrStepSparkJobs
+from cdc_lake.streaming.msk_connect import MskConnectClient, MskConnectError, MskConnectSettings
+from cdc_lake_tests.aws.conftest import REGION
+
+PROD_ENV = {
+    "CDC_LAKE_ENV": "prod",
+    "CDC_LAKE_AWS_REGION": "eu-west-1",
+    "CDC_LAKE_PG_HOST": "orders.cluster-abc.eu-west-1.rds.amazonaws.com",
+    "CDC_LAKE_PG_DATABASE": "northwind",
+    "CDC_LAKE_PG_USER": "cdc_lake_app",
+    "CDC_LAKE_KAFKA_BOOTSTRAP": "b-1.msk.example:9098,b-2.msk.example:9098",
+    "CDC_LAKE_RAW_BUCKET": "acme-cdc-raw",
+    "CDC_LAKE_LAKE_BUCKET": "acme-cdc-lake",
+    "CDC_LAKE_EMR_CLUSTER_ID": "j-1ABCDEF",
+}
+
+
+def test_prod_names_every_missing_variable():
+    with pytest.raises(ProdSettingsError) as info:
+        prod_resources({"CDC_LAKE_PG_HOST": "h"})
+    for name in ("CDC_LAKE_PG_DATABASE", "CDC_LAKE_KAFKA_BOOTSTRAP", "CDC_LAKE_LAKE_BUCKET"):
+        assert name in str(info.value)
+    assert "CDC_LAKE_PG_HOST" not in str(info.value)
+    with pytest.raises(ProdSettingsError, match="CDC_LAKE_EMR_SERVERLESS_APP_ID"):
+        prod_resources({**PROD_ENV, "CDC_LAKE_SPARK_TARGET": "emr-serverless"})
+    with pytest.raises(ValueError, match="'staging' is not a known environment"):
+        build_resources("staging")
+
+
+def test_prod_resources_point_at_aws_and_hold_no_secret():
+    r = prod_resources(PROD_ENV)
+    assert isinstance(r["spark_jobs"], EmrStepSparkJobs)
+    assert r["spark_jobs"].cluster_id == "j-1ABCDEF" and r["spark_jobs"].region == "eu-west-1"
+    assert r["spark_jobs"].code_bucket == r["spark_jobs"].pipes_bucket == "acme-cdc-lake"
+    conf = r["kafka"].client_conf()
+    assert (conf["security.protocol"], conf["sasl.mechanism"]) == ("SASL_SSL", "OAUTHBEARER")
+    assert callable(conf["oauth_cb"])
+    assert r["postgres"].sslmode == "require"
+    lake = r["lake"]
+    assert lake.scheme == "s3" and lake.glue_database == "datalake"
+    opts = lake.table_config().write_options()
+    assert opts["hoodie.datasource.meta.sync.enable"] == "true"
+    assert opts["hoodie.datasource.hive_sync.mode"] == "hms"  # EMR's metastore is Glue
+    assert opts["hoodie.datasource.hive_sync.database"] == "datalake"
+    assert opts["hoodie.datasource.hive_sync.partition_fields"] == "order_year"
+    assert r["cdc"].replication_password_ref == "${secretsmanager:cdc-lake/replication:password}"
+    # The password is an EnvVar, resolved at run time; no value is in the resource config.
+    assert isinstance(r["postgres"].password, dg.EnvVar)
+    assert r["postgres"].password == "CDC_LAKE_PG_PASSWORD"  # the variable's name, not a value
+    serverless = prod_resources(
+        {
+            **PROD_ENV,
+            "CDC_LAKE_SPARK_TARGET": "emr-serverless",
+            "CDC_LAKE_EMR_SERVERLESS_APP_ID": "00fabc",
+            "CDC_LAKE_EMR_EXECUTION_ROLE_ARN": "arn:aws:iam::1:role/emr",
+        }
+    )["spark_jobs"]
+    assert isinstance(serverless, EmrServerlessSparkJobs) and serverless.application_id == "00fabc"
+
+
+def test_definitions_load_in_prod_without_connecting(monkeypatch):
+    for key, value in PROD_ENV.items():
+        monkeypatch.setenv(key, value)
+    from cdc_lake.defs.resources import resources
+
+    defs = resources()
+    assert isinstance(defs, dg.Definitions)
+    assert set(defs.resources or {}) >= {"spark_jobs", "kafka_connect", "lake", "postgres"}
+
+
+def test_local_tables_have_no_catalog_options():
+    lake = LakeResource(lake_bucket="b")
+    assert lake.catalog_options() == {} and lake.register_order_items() is None
+    assert (
+        "hoodie.meta.sync.client.tool.class"
+        not in HudiTableConfig(base_path="s3a://b/t").write_options()
+    )
+
+
+def test_order_items_are_registered_in_glue(moto_endpoint: str, monkeypatch):
+    monkeypatch.setenv("AWS_ENDPOINT_URL_GLUE", moto_endpoint)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    glue = boto3.client("glue", region_name=REGION, endpoint_url=moto_endpoint)
+    lake = LakeResource(lake_bucket="acme-lake", scheme="s3", glue_database="datalake",
+                        region=REGION)  # fmt: skip
+    assert lake.register_order_items() == "created"
+    table = glue.get_table(DatabaseName="datalake", Name="order_items")["Table"]
+    sd = table["StorageDescriptor"]
+    assert sd["Location"] == "s3://acme-lake/marts/order_items"
+    assert [c["Name"] for c in sd["Columns"]] == [
+        "customer_id", "order_id", "order_date", "product_id", "product_name", "unit_price",
+        "quantity", "discount", "revenue",
+    ]  # fmt: skip
+    assert sd["SerdeInfo"]["SerializationLibrary"].endswith("ParquetHiveSerDe")
+    assert lake.register_order_items() == "unchanged"
+    assert register_parquet_table(glue, "datalake", "order_items", "s3://elsewhere/x") == "updated"
+    moved = glue.get_table(DatabaseName="datalake", Name="order_items")["Table"]
+    assert moved["StorageDescriptor"]["Location"] == "s3://elsewhere/x"
+
+
+def test_msk_connect_asks_for_the_deploy_command_when_the_connector_is_missing():
+    kc = boto3.client("kafkaconnect", region_name=REGION, aws_access_key_id="x",
+                      aws_secret_access_key="x")  # fmt: skip
+    settings = MskConnectSettings.from_env(
+        {
+            "CDC_LAKE_AWS_REGION": REGION,
+            "CDC_LAKE_MSK_BOOTSTRAP": "b-1.msk.example:9098",
+            "CDC_LAKE_MSK_SUBNETS": "subnet-1",
+            "CDC_LAKE_MSK_SECURITY_GROUPS": "sg-1",
+            "CDC_LAKE_MSK_CONNECT_ROLE_ARN": "arn:aws:iam::123456789012:role/connect",
+            "CDC_LAKE_MSK_PLUGIN_BUCKET": "plugins",
+        }
+    )
+    client = MskConnectClient(kc, settings, poll_s=0)
+    with Stubber(kc) as stub:
+        stub.add_response(
+            "list_connectors", {"connectors": []}, {"connectorNamePrefix": "cdc-s3-sink"}
+        )
+        with pytest.raises(MskConnectError, match="cdc-lake msk deploy"):
+            client.deploy("cdc-s3-sink", {"connector.class": "x"}, timeout_s=1)
+        stub.add_response(
+            "list_connectors",
+            {
+                "connectors": [
+                    {"connectorName": "cdc-debezium-source"},
+                    {"connectorName": "cdc-s3-sink"},
+                ]
+            },
+            {},
+        )
+        assert client.connectors() == ["cdc-debezium-source", "cdc-s3-sink"]
