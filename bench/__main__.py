@@ -2,6 +2,7 @@
 
     python -m bench                      # every benchmark at full size
     python -m bench --only sensor        # one of them
+    python -m bench --only scale --scales 100000,1000000 --reps 2
     python -m bench --smoke              # tiny sizes: keeps the harness working (the tests)
 
 The stack gets its own state directory and port base (``--port-base``, default 17400), so it
@@ -20,17 +21,17 @@ from pathlib import Path
 from bench.benchmarks import bench_incremental, bench_sensor
 from bench.harness import Report, say, write_outputs
 from bench.latency import bench_latency
+from bench.scale import bench_scale
 from cdc_lake.stack import LocalStack, StackSettings
 from cdc_lake.stack.install import install
 from cdc_lake.stack.services import S3Proxy
 from cdc_lake.stack.settings import project_root
 from cdc_lake.stack.spark import build_spark_session
 
-BENCHMARKS = ("sensor", "incremental", "latency")
+BENCHMARKS = ("sensor", "incremental", "latency", "scale")
 NOT_YET = {
     "upsert-vs-hoodiestreamer": "hudi-utilities 1.x is not downloadable from this machine's "
     "Maven Central mirror (only 0.14.0), so HoodieStreamer cannot run beside Hudi 1.1.1",
-    "scale": "not built yet",
 }
 
 
@@ -41,6 +42,8 @@ def run(
     reps: int,
     spark=None,
     sensor_objects: int = 100_000,
+    scales: tuple[int, ...] = (100_000, 1_000_000, 5_000_000),
+    scale_knobs: dict | None = None,
 ) -> Report:
     s = stack.settings
     s3 = stack.service("s3")
@@ -50,6 +53,12 @@ def run(
     if "sensor" in only:
         n, new = (300, 5) if smoke else (sensor_objects, 10)
         report.add(*bench_sensor(client, s.raw_bucket, n, new, reps, say))
+    if "scale" in only:
+        # Each scale runs in a Spark driver of its own (a worker process).
+        report.add(
+            *bench_scale(stack, client, (2_000,) if smoke else scales, reps, say,
+                         **(scale_knobs or {}))
+        )  # fmt: skip
     own = spark is None and ("incremental" in only or "latency" in only)
     if own:
         spark = build_spark_session(s, app_name="cdc-lake-bench")
@@ -79,6 +88,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--smoke", action="store_true", help="tiny sizes, one repetition")
     parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--sensor-objects", type=int, default=100_000)
+    parser.add_argument("--scales", default="100000,1000000,5000000", help="events per scale")
+    parser.add_argument("--driver-memory", default="2g")
+    parser.add_argument("--shuffle-partitions", type=int, default=4)
+    parser.add_argument("--hudi-parallelism", type=int, default=2)
     parser.add_argument("--port-base", type=int, default=17400)
     parser.add_argument("--json", default="bench/results.json")
     parser.add_argument("--no-docs", action="store_true", help="do not append to docs")
@@ -96,7 +109,19 @@ def main(argv: list[str] | None = None) -> int:
     stack = LocalStack(settings, verbose=False, only=None if "latency" in only else ["s3"])
     try:
         say(f"bench: S3 server up in {sum(stack.up().values()):.1f}s")
-        report = run(stack, only, args.smoke, reps, sensor_objects=args.sensor_objects)
+        report = run(
+            stack,
+            only,
+            args.smoke,
+            reps,
+            sensor_objects=args.sensor_objects,
+            scales=tuple(int(x) for x in args.scales.split(",")),
+            scale_knobs={
+                "driver_memory": args.driver_memory,
+                "shuffle_partitions": args.shuffle_partitions,
+                "parallelism": args.hudi_parallelism,
+            },
+        )
     finally:
         stack.down()
         shutil.rmtree(state, ignore_errors=True)

@@ -24,7 +24,7 @@ import psycopg2
 from confluent_kafka import Consumer, TopicPartition
 
 from bench.harness import Figure
-from cdc_lake.defs.lake.sensors import raw_cdc_files_sensor
+from cdc_lake.defs.lake.sensors import SENSOR_RESOURCES, raw_cdc_files_sensor
 from cdc_lake.defs.raw.assets import raw_cdc_files
 from cdc_lake.defs.source.assets import cdc_events_outbox
 from cdc_lake.defs.streaming.assets import cdc_events_topic
@@ -99,7 +99,8 @@ def bench_latency(
     table = resources["lake"].table_config()
     ingest_new_files(spark, s3, source, table)  # the snapshot, before the clock starts
     instance = dg.DagsterInstance.ephemeral()
-    ctx = dg.build_sensor_context(instance=instance, resources=resources)
+    sensor_resources = {k: resources[k] for k in SENSOR_RESOURCES}
+    ctx = dg.build_sensor_context(instance=instance, resources=sensor_resources)
     first = raw_cdc_files_sensor(ctx)
     cursor = first.cursor if isinstance(first, dg.SensorResult) else None
 
@@ -120,7 +121,7 @@ def bench_latency(
     idle_after_done = 0
     while worker.is_alive() or idle_after_done < 3:
         time.sleep(sensor_interval_s)
-        ctx = dg.build_sensor_context(instance=instance, cursor=cursor, resources=resources)
+        ctx = dg.build_sensor_context(instance=instance, cursor=cursor, resources=sensor_resources)
         tick_at = time.time()
         result = raw_cdc_files_sensor(ctx)
         if isinstance(result, dg.SensorResult) and result.run_requests:

@@ -29,7 +29,7 @@ def run_demo(settings: StackSettings, changes: int = 25) -> int:
 
     from cdc_lake.definitions import defs as load_defs
     from cdc_lake.defs.lake.assets import HUDI_KEY
-    from cdc_lake.defs.lake.sensors import raw_cdc_files_sensor
+    from cdc_lake.defs.lake.sensors import SENSOR_RESOURCES, raw_cdc_files_sensor
     from cdc_lake.defs.marts.assets import ORDER_ITEMS_KEY
     from cdc_lake.lake.hudi import completed_commits
     from cdc_lake.resources import local_resources, local_secret_env
@@ -64,7 +64,8 @@ def run_demo(settings: StackSettings, changes: int = 25) -> int:
     time.sleep(2)  # let Debezium publish the last changes before waiting on the sink
     wait_for_consumer(resources["kafka"].client_conf(), cdc.sink_consumer_group, cdc.topic, 120)
     # A fresh sensor cursor: the tick sees every raw object, and batches them into one run.
-    tick = raw_cdc_files_sensor(dg.build_sensor_context(instance=instance, resources=resources))
+    only = {k: resources[k] for k in SENSOR_RESOURCES}
+    tick = raw_cdc_files_sensor(dg.build_sensor_context(instance=instance, resources=only))
     if not isinstance(tick, dg.SensorResult) or not tick.run_requests:
         print(f"[demo] the sensor requested no run: {tick}")
         return 1

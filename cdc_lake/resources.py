@@ -31,6 +31,7 @@ from cdc_lake.stack.settings import StackSettings
 from cdc_lake.stack.spark import spark_conf
 from cdc_lake.streaming.connect_client import ConnectClient
 from cdc_lake.streaming.connect_config import CdcConnectorSettings, topic_name
+from cdc_lake.streaming.msk_connect import MskConnectClient, MskConnectSettings
 
 
 class PostgresResource(dg.ConfigurableResource):
@@ -101,14 +102,36 @@ class KafkaResource(dg.ConfigurableResource):
         return conf
 
 
-class KafkaConnectResource(dg.ConfigurableResource):
-    """A Kafka Connect REST endpoint."""
+class ConnectResource(dg.ConfigurableResource):
+    """Where the connectors run. ``client()`` answers ``connectors()`` and
+    ``deploy(name, config, timeout_s, log) -> (action, status)``."""
+
+    def client(self) -> Any:
+        raise NotImplementedError
+
+
+class KafkaConnectResource(ConnectResource):
+    """A Kafka Connect REST endpoint (the local stack's, or a self-managed one)."""
 
     url: str
     timeout_s: float = 15.0
 
     def client(self) -> ConnectClient:
         return ConnectClient(self.url, timeout_s=self.timeout_s)
+
+
+class MskConnectResource(ConnectResource):
+    """Kafka Connect on Amazon MSK Connect (``CDC_LAKE_CONNECT_MODE=msk``). Its settings come
+    from the ``CDC_LAKE_MSK_*`` variables, read when a run starts; see
+    ``cdc_lake/streaming/msk_connect.py``."""
+
+    region: str
+    poll_s: float = 15.0
+    endpoint_url: str | None = None  # tests only
+
+    def client(self) -> MskConnectClient:
+        kc = boto3.client("kafkaconnect", region_name=self.region, endpoint_url=self.endpoint_url)
+        return MskConnectClient(kc, MskConnectSettings.from_env(os.environ), self.poll_s)
 
 
 class CdcPipelineResource(dg.ConfigurableResource):
@@ -358,10 +381,8 @@ def prod_resources(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
     lake_bucket = env["CDC_LAKE_LAKE_BUCKET"]
     msk_connect = env.get("CDC_LAKE_CONNECT_MODE", "msk") == "msk"
     secret_name = env.get("CDC_LAKE_REPLICATION_SECRET", "cdc-lake/replication")
-    connect: dg.ConfigurableResource
+    connect: ConnectResource
     if msk_connect:
-        from cdc_lake.streaming.msk_connect import MskConnectResource
-
         connect = MskConnectResource(region=region)
     else:
         _need(env, ["CDC_LAKE_CONNECT_URL"])

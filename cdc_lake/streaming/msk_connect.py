@@ -68,8 +68,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import boto3
-import dagster as dg
 from botocore.exceptions import BotoCoreError, ClientError
 
 from cdc_lake.stack.settings import StackSettings
@@ -1019,16 +1017,3 @@ class MskConnectClient:
         )  # fmt: skip
         # MSK Connect reports no per-task states; the connector's state stands for them.
         return result.action, {"connector": {"state": result.state}, "tasks": []}
-
-
-class MskConnectResource(dg.ConfigurableResource):
-    """Kafka Connect on Amazon MSK Connect (``CDC_LAKE_CONNECT_MODE=msk``). Its settings come
-    from the ``CDC_LAKE_MSK_*`` variables, read when a run starts."""
-
-    region: str
-    poll_s: float = 15.0
-    endpoint_url: str | None = None  # tests only
-
-    def client(self) -> MskConnectClient:
-        kc = boto3.client("kafkaconnect", region_name=self.region, endpoint_url=self.endpoint_url)
-        return MskConnectClient(kc, MskConnectSettings.from_env(os.environ), self.poll_s)

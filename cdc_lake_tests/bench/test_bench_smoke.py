@@ -6,11 +6,13 @@ import json
 
 from bench.__main__ import run
 from bench.harness import write_outputs
+from bench.scale import events_for
 from cdc_lake.stack import LocalStack
 
 
 def test_benchmarks_run_and_report(local_stack: LocalStack, spark, secret_env, tmp_path):
-    report = run(local_stack, ["sensor", "incremental", "latency"], smoke=True, reps=1, spark=spark)
+    names = ["sensor", "incremental", "latency", "scale"]
+    report = run(local_stack, names, smoke=True, reps=1, spark=spark)
     figures = {(f.benchmark, f.name): f for f in report.figures}
     ours = figures[("sensor tick", "cdc-lake LIST requests per tick")]
     full = figures[("sensor tick", "dagster_aws LIST requests per tick")]
@@ -24,6 +26,18 @@ def test_benchmarks_run_and_report(local_stack: LocalStack, spark, secret_env, t
     assert latency["changes traced"].value >= 1
     p95 = next(f for name, f in latency.items() if name.startswith("p95"))
     assert p95.value > 0
+
+    # Scale: the generator's live orders, counted here without Spark, are what both the Hudi
+    # table and the Parquet floor hold.
+    last: dict[int, bool] = {}
+    for _, ev in events_for(2_000):
+        last[ev["order_id"]] = ev["__deleted"] == "true"
+    scale = {f.name: f for f in report.figures if f.benchmark == "scale"}
+    rows = scale["live rows, 2,000 events"]
+    assert rows.value == sum(not d for d in last.values()) and rows.note == "Hudi = Parquet"
+    assert 0 < sum(last.values()) < len(last)  # some orders did end deleted
+    assert scale["events/s, 2,000 events"].value > 0
+    assert scale["driver peak RSS (upsert), 2,000 events"].value > 100
 
     out_json, out_md = tmp_path / "r.json", tmp_path / "benchmarks.md"
     write_outputs(report, out_json, out_md, "python -m bench --smoke")

@@ -6,7 +6,7 @@ import json
 
 import dagster as dg
 
-from cdc_lake.defs.lake.sensors import raw_cdc_files_sensor
+from cdc_lake.defs.lake.sensors import SENSOR_RESOURCES, raw_cdc_files_sensor
 from cdc_lake.raw.synthetic import SyntheticLake, event
 from cdc_lake.resources import local_resources
 from cdc_lake.stack import LocalStack
@@ -17,6 +17,7 @@ def test_sensor_batches_new_files_skips_seen_ones_and_advances(local_stack: Loca
     client = local_stack.service("s3").client()  # type: ignore[attr-defined]
     lake = SyntheticLake(client, s.raw_bucket, s.lake_bucket)
     resources = local_resources(s, raw_prefix=lake.raw_prefix)
+    resources = {k: resources[k] for k in SENSOR_RESOURCES}  # no Spark for a tick
     instance = dg.DagsterInstance.ephemeral()
 
     def tick(cursor: str | None):

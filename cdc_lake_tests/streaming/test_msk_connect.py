@@ -27,6 +27,7 @@ from moto.server import ThreadedMotoServer
 
 from cdc_lake.streaming.connect_config import CdcConnectorSettings
 from cdc_lake.streaming.msk_connect import (
+    MskConnectClient,
     MskConnectError,
     MskConnectSettings,
     MskPluginDirs,
@@ -847,3 +848,48 @@ def test_cli_dry_run_prints_the_plan_without_calling_aws(dirs: MskPluginDirs, ca
         "s3://plugins/msk-connect/plugins/cdc-lake-debezium-"
     )
     assert "config.providers=secretsmanager" in plan["worker_properties"]
+
+
+# --- the Dagster side ---------------------------------------------------------------------
+
+
+def test_the_assets_client_updates_the_deployed_connector_on_its_own_plugin(
+    msk: MskConnectSettings, cdc: CdcConnectorSettings, dirs: MskPluginDirs, kc
+):
+    client, stub = kc
+    dbz, _ = plugins_for(dirs, "plugins")
+    source_config, _ = expected_configs(cdc)
+    old = {**source_config, "snapshot.mode": "never"}
+    deployed = described(SOURCE, SOURCE_ARN, old, dbz, version="V3", revision=2)
+    stub_listed_connector(stub, SOURCE, SOURCE_ARN, deployed)  # which plugin does it run?
+    stub_listed_connector(stub, SOURCE, SOURCE_ARN, deployed)  # ensure_connector's lookup
+    # Only the configuration changes: the plugin revision it runs (2) is kept, so no second
+    # update of the worker settings is sent.
+    stub.add_response(
+        "update_connector",
+        {"connectorArn": SOURCE_ARN, "connectorState": "UPDATING"},
+        {
+            "connectorArn": SOURCE_ARN,
+            "currentVersion": "V3",
+            "connectorConfiguration": source_config,
+        },
+    )
+    stub.add_response(
+        "describe_connector",
+        described(SOURCE, SOURCE_ARN, source_config, dbz, version="V4", revision=2),
+        {"connectorArn": SOURCE_ARN},
+    )
+    # The asset passes the plain rendered config; the MSK additions are the client's job.
+    action, status = MskConnectClient(client, msk, poll_s=0).deploy(
+        SOURCE, cdc.debezium(), timeout_s=5
+    )
+    assert (action, status["connector"]["state"]) == ("updated", "RUNNING")
+
+
+def test_the_assets_client_sends_the_deploy_command_when_nothing_is_deployed(
+    msk: MskConnectSettings, cdc: CdcConnectorSettings, kc
+):
+    client, stub = kc
+    stub.add_response("list_connectors", {"connectors": []}, {"connectorNamePrefix": SINK})
+    with pytest.raises(MskConnectError, match="cdc-lake msk deploy"):
+        MskConnectClient(client, msk, poll_s=0).deploy(SINK, cdc.s3_sink_msk(), timeout_s=5)

@@ -43,6 +43,10 @@ IN_FLIGHT = [
 ]
 
 
+# What the sensor uses; evaluating it needs only these (no Spark).
+SENSOR_RESOURCES = ("s3", "cdc")
+
+
 @dg.sensor(
     job=lake_refresh_job,
     minimum_interval_seconds=10,

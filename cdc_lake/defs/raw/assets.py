@@ -16,7 +16,7 @@ from cdc_lake.defs.streaming.assets import TOPIC_KEY
 from cdc_lake.raw.objects import list_new_objects
 from cdc_lake.resources import (
     CdcPipelineResource,
-    KafkaConnectResource,
+    ConnectResource,
     KafkaResource,
     PostgresResource,
 )
@@ -41,7 +41,7 @@ def raw_cdc_files(
     context: dg.AssetExecutionContext,
     postgres: PostgresResource,
     kafka: KafkaResource,
-    kafka_connect: KafkaConnectResource,
+    kafka_connect: ConnectResource,
     s3: S3Resource,
     cdc: CdcPipelineResource,
 ) -> dg.MaterializeResult:

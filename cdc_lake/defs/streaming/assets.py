@@ -12,7 +12,7 @@ import dagster as dg
 from cdc_lake.defs.source.assets import OUTBOX_KEY
 from cdc_lake.resources import (
     CdcPipelineResource,
-    KafkaConnectResource,
+    ConnectResource,
     KafkaResource,
     PostgresResource,
 )
@@ -35,7 +35,7 @@ def cdc_events_topic(
     context: dg.AssetExecutionContext,
     postgres: PostgresResource,
     kafka: KafkaResource,
-    kafka_connect: KafkaConnectResource,
+    kafka_connect: ConnectResource,
     cdc: CdcPipelineResource,
 ) -> dg.MaterializeResult:
     """Change events of the outbox table, flattened by ExtractNewRecordState: one JSON record per

@@ -1,0 +1,272 @@
+"""Scale: events per second of the upsert at 100k, 1M and 5M events, against a plain Parquet
+floor, and the Spark driver's peak memory.
+
+Input per scale: N change events over N/5 orders (an insert, then updates; about 1% of the
+orders end with a delete), in commit order, spread over 2 topic partitions by order_id, written
+as JSON-lines files in the S3 sink's layout (5,000 events a file) on the local S3 server.
+
+Each scale runs in a worker process of its own (``python -m bench.scale worker``), so its
+Spark driver (local mode: one JVM, which is also the executor) starts fresh and its peak
+resident memory (VmHWM) belongs to that scale alone. The worker alternates:
+
+- A: ``ingest_new_files`` into a new Hudi table (listing, parsing and validation, the latest
+  change per key, the Hudi upsert and its commit), as the asset does;
+- B: the floor. The same read, parse and latest-per-key, then a plain Parquet overwrite of the
+  live rows, with no Hudi.
+
+A warm-up ingests one file first, so neither side pays the JVM's and Hudi's start-up. The peak
+memory is read after the first A, before any B. Both sides must end with the same
+number of live rows; the figure says so.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from bench.harness import Figure, median
+
+EVENTS_PER_FILE = 5_000
+PARTITIONS = 2
+
+
+def events_for(n_events: int, seed: int = 11):
+    """(partition, event) in commit order: N events over N/5 orders, ~1% ending deleted."""
+    from cdc_lake.raw.synthetic import event
+
+    rng = random.Random(seed)
+    n_orders = max(1, n_events // 5)
+    remaining = {o: 5 for o in range(1, n_orders + 1)}
+    deleted_at_end = set(rng.sample(range(1, n_orders + 1), max(1, n_orders // 100)))
+    live = list(remaining)
+    created: set[int] = set()
+    for i in range(n_events):
+        if not live:
+            break
+        j = rng.randrange(len(live))
+        order_id = live[j]
+        remaining[order_id] -= 1
+        last = remaining[order_id] == 0
+        if last:
+            live[j] = live[-1]
+            live.pop()
+        op = "u" if order_id in created else "c"
+        created.add(order_id)
+        deleted = last and order_id in deleted_at_end
+        ev = event(
+            order_id,
+            ts=1_700_000_000_000 + i,
+            lsn=i + 1,
+            op="d" if deleted else op,
+            deleted=deleted,
+            shipped_date=10_000 + (i % 300),
+            items=[
+                {
+                    "product_id": 1 + (order_id + k) % 77,
+                    "unit_price": 10.0 + k,
+                    "quantity": 1 + (i + k) % 9,
+                    "discount": 0.05 * (k % 2),
+                }
+                for k in range(1 + order_id % 4)
+            ],  # fmt: skip
+        )
+        yield order_id % PARTITIONS, ev
+
+
+def write_raw(
+    client: Any, bucket: str, prefix: str, n_events: int, say: Callable[[str], None]
+) -> int:
+    """Write the scale's raw files; returns the number of files."""
+    topic = "bench.datalake.cdc_events"
+    buffers: dict[int, list[str]] = {p: [] for p in range(PARTITIONS)}
+    offsets = dict.fromkeys(range(PARTITIONS), 0)
+    pending = []
+    files = 0
+    t0 = time.monotonic()
+
+    def key(p: int, offset: int) -> str:
+        return f"{prefix}{topic}/partition={p}/{topic}+{p}+{offset:020d}.jsonl"
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+
+        def flush(p: int) -> None:
+            nonlocal files
+            lines = buffers[p]
+            body = ("\n".join(lines) + "\n").encode()
+            pending.append(
+                pool.submit(client.put_object, Bucket=bucket, Key=key(p, offsets[p]), Body=body)
+            )
+            offsets[p] += len(lines)
+            buffers[p] = []
+            files += 1
+
+        for i, (p, ev) in enumerate(events_for(n_events)):
+            buffers[p].append(json.dumps(ev))
+            if len(buffers[p]) >= EVENTS_PER_FILE:
+                flush(p)
+            if (i + 1) % max(1, n_events // 10) == 0:
+                say(f"  generated {i + 1:,}/{n_events:,} events ({time.monotonic() - t0:.0f}s)")
+        for p in range(PARTITIONS):
+            if buffers[p]:
+                flush(p)
+        for f in pending:
+            f.result()
+    return files
+
+
+def _vm_hwm_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def worker(cfg: dict[str, Any]) -> dict[str, Any]:
+    """Runs in its own process: paired A/B runs on one scale's raw files."""
+    import boto3
+    from pyspark.sql import functions as F
+
+    from cdc_lake.lake import transforms as T
+    from cdc_lake.lake.hudi import HudiTableConfig
+    from cdc_lake.lake.ingest import RawSource, ingest_new_files, read_lines, read_table
+    from cdc_lake.raw.objects import list_new_objects
+    from cdc_lake.stack import StackSettings
+    from cdc_lake.stack.spark import build_spark_session
+
+    settings = StackSettings.from_env(
+        state_dir=Path(cfg["state_dir"]), port_base=cfg["port_base"], jars_dir=Path(cfg["jars"])
+    )
+    spark = build_spark_session(
+        settings,
+        app_name="cdc-lake-bench-scale",
+        extra={
+            "spark.driver.memory": cfg["driver_memory"],
+            "spark.sql.shuffle.partitions": str(cfg["shuffle_partitions"]),
+            "spark.default.parallelism": str(cfg["shuffle_partitions"]),
+        },
+    )
+    jvm_pid = int(spark.sparkContext._jvm.ProcessHandle.current().pid())  # type: ignore[union-attr]
+    c = settings.credentials
+    client = boto3.client(
+        "s3",
+        endpoint_url=settings.s3_endpoint,
+        aws_access_key_id=c.s3_access_key,
+        aws_secret_access_key=c.s3_secret_key,
+        region_name=settings.region,
+    )
+    source = RawSource(settings.raw_bucket, cfg["prefix"])
+    base = f"s3a://{settings.lake_bucket}/bench-scale/{uuid.uuid4().hex[:8]}"
+    out: dict[str, Any] = {"a": [], "b": [], "peak_mib_after_first_a": None}
+    rows: dict[str, int] = {}
+
+    def run_a(rep: int) -> None:
+        table = HudiTableConfig(base_path=f"{base}/hudi-{rep}", parallelism=cfg["parallelism"])
+        t0 = time.perf_counter()
+        res = ingest_new_files(spark, client, source, table)
+        out["a"].append(time.perf_counter() - t0)
+        out["events"] = res.events_read
+        rows["hudi"] = read_table(spark, table.base_path).count()
+
+    def run_b(rep: int) -> None:
+        t0 = time.perf_counter()
+        objects, _ = list_new_objects(client, source.bucket, source.prefix, {})
+        parsed = T.parse_raw_lines(read_lines(spark, source, sorted(objects)))
+        good, _ = T.split_valid(parsed)
+        latest = T.latest_per_key(T.to_lake_rows(good)).where(~F.col("is_deleted"))
+        path = f"{base}/parquet-{rep}"
+        latest.write.mode("overwrite").parquet(path)
+        out["b"].append(time.perf_counter() - t0)
+        rows["parquet"] = spark.read.parquet(path).count()
+
+    # Warm-up (JVM, Hudi's classes, the S3 client) on one file, so that neither side pays it.
+    warm = HudiTableConfig(base_path=f"{base}/warm-up", parallelism=cfg["parallelism"])
+    ingest_new_files(spark, client, source, warm, max_files=1)
+    for rep in range(cfg["reps"]):
+        run_a(rep)
+        if out["peak_mib_after_first_a"] is None:
+            out["peak_mib_after_first_a"] = _vm_hwm_mib(jvm_pid)
+        print(f"  rep {rep + 1}: A {out['a'][-1]:.1f}s", file=sys.stderr, flush=True)
+        run_b(rep)
+        print(f"  rep {rep + 1}: B {out['b'][-1]:.1f}s", file=sys.stderr, flush=True)
+    out["rows"] = rows
+    out["peak_mib"] = _vm_hwm_mib(jvm_pid)
+    spark.stop()
+    return out
+
+
+def bench_scale(
+    stack: Any,
+    client: Any,
+    scales: tuple[int, ...],
+    reps: int,
+    say: Callable[[str], None],
+    driver_memory: str = "2g",
+    shuffle_partitions: int = 4,
+    parallelism: int = 2,
+) -> list[Figure]:
+    s = stack.settings
+    figures: list[Figure] = []
+    knobs = f"driver {driver_memory}, {shuffle_partitions} shuffle partitions"
+    for n in scales:
+        prefix = f"bench-scale/{n}-{uuid.uuid4().hex[:6]}/"
+        say(f"scale: writing {n:,} events under s3://{s.raw_bucket}/{prefix}")
+        t0 = time.monotonic()
+        files = write_raw(client, s.raw_bucket, prefix, n, say)
+        say(f"  {files} raw files in {time.monotonic() - t0:.0f}s")
+        cfg = {
+            "state_dir": str(s.state_dir),
+            "port_base": s.port_base,
+            "jars": str(s.jars_dir),
+            "prefix": prefix,
+            "reps": reps,
+            "driver_memory": driver_memory,
+            "shuffle_partitions": shuffle_partitions,
+            "parallelism": parallelism,
+        }
+        say(f"scale: {n:,} events, {reps} paired reps (A: cdc-lake upsert, B: Parquet floor)")
+        proc = subprocess.run(
+            [sys.executable, "-m", "bench.scale", "worker", json.dumps(cfg)],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        if proc.returncode != 0:
+            figures.append(
+                Figure(
+                    "scale",
+                    f"{n:,} events",
+                    float("nan"),
+                    "",
+                    note=f"worker failed (exit {proc.returncode}); see its stderr",
+                )  # fmt: skip
+            )
+            continue
+        res = json.loads(proc.stdout.strip().splitlines()[-1])
+        a, b = median(res["a"]), median(res["b"])
+        same = res["rows"].get("hudi") == res["rows"].get("parquet")
+        figures += [
+            Figure("scale", f"cdc-lake upsert, {n:,} events ({files} files)", a, "s", "",
+                   knobs),
+            Figure("scale", f"events/s, {n:,} events", res["events"] / a, "ev/s"),
+            Figure("scale", f"Parquet floor, {n:,} events", b, "s"),
+            Figure("scale", f"ratio upsert / Parquet, {n:,} events", a / b, "x", "<= 2"),
+            Figure("scale", f"driver peak RSS (upsert), {n:,} events",
+                   res["peak_mib_after_first_a"], "MiB"),
+            Figure("scale", f"live rows, {n:,} events", res["rows"].get("hudi", -1), "",
+                   note="Hudi = Parquet" if same else f"DIFFER: {res['rows']}"),
+        ]  # fmt: skip
+    return figures
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 3 and sys.argv[1] == "worker":
+        print(json.dumps(worker(json.loads(sys.argv[2]))))
+    else:
+        sys.exit("usage: python -m bench.scale worker <json config> (run by python -m bench)")
