@@ -92,6 +92,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--driver-memory", default="2g")
     parser.add_argument("--shuffle-partitions", type=int, default=4)
     parser.add_argument("--hudi-parallelism", type=int, default=2)
+    parser.add_argument(
+        "--variant",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="scale: also time the upsert with this Hudi option (paired with the default)",
+    )
     parser.add_argument("--port-base", type=int, default=17400)
     parser.add_argument("--json", default="bench/results.json")
     parser.add_argument("--no-docs", action="store_true", help="do not append to docs")
@@ -120,6 +127,7 @@ def main(argv: list[str] | None = None) -> int:
                 "driver_memory": args.driver_memory,
                 "shuffle_partitions": args.shuffle_partitions,
                 "parallelism": args.hudi_parallelism,
+                "variant_options": dict(v.split("=", 1) for v in args.variant),
             },
         )
     finally:

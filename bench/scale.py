@@ -164,16 +164,20 @@ def worker(cfg: dict[str, Any]) -> dict[str, Any]:
     )
     source = RawSource(settings.raw_bucket, cfg["prefix"])
     base = f"s3a://{settings.lake_bucket}/bench-scale/{uuid.uuid4().hex[:8]}"
-    out: dict[str, Any] = {"a": [], "b": [], "peak_mib_after_first_a": None}
+    out: dict[str, Any] = {"a": [], "a2": [], "b": [], "peak_mib_after_first_a": None}
     rows: dict[str, int] = {}
 
-    def run_a(rep: int) -> None:
-        table = HudiTableConfig(base_path=f"{base}/hudi-{rep}", parallelism=cfg["parallelism"])
+    def run_a(rep: int, variant: bool = False) -> None:
+        table = HudiTableConfig(
+            base_path=f"{base}/hudi-{'v' if variant else ''}{rep}",
+            parallelism=cfg["parallelism"],
+            extra_options=cfg.get("variant_options", {}) if variant else {},
+        )
         t0 = time.perf_counter()
         res = ingest_new_files(spark, client, source, table)
-        out["a"].append(time.perf_counter() - t0)
+        out["a2" if variant else "a"].append(time.perf_counter() - t0)
         out["events"] = res.events_read
-        rows["hudi"] = read_table(spark, table.base_path).count()
+        rows["hudi-variant" if variant else "hudi"] = read_table(spark, table.base_path).count()
 
     def run_b(rep: int) -> None:
         t0 = time.perf_counter()
@@ -196,6 +200,9 @@ def worker(cfg: dict[str, Any]) -> dict[str, Any]:
         print(f"  rep {rep + 1}: A {out['a'][-1]:.1f}s", file=sys.stderr, flush=True)
         run_b(rep)
         print(f"  rep {rep + 1}: B {out['b'][-1]:.1f}s", file=sys.stderr, flush=True)
+        if cfg.get("variant_options"):
+            run_a(rep, variant=True)
+            print(f"  rep {rep + 1}: A' {out['a2'][-1]:.1f}s", file=sys.stderr, flush=True)
     out["rows"] = rows
     out["peak_mib"] = _vm_hwm_mib(jvm_pid)
     spark.stop()
@@ -211,7 +218,10 @@ def bench_scale(
     driver_memory: str = "2g",
     shuffle_partitions: int = 4,
     parallelism: int = 2,
+    variant_options: dict[str, str] | None = None,
 ) -> list[Figure]:
+    """``variant_options``: Hudi options of a third side, A', the same upsert with them set,
+    alternated with A and B in the same worker; its time and its ratio to A are reported."""
     s = stack.settings
     figures: list[Figure] = []
     knobs = f"driver {driver_memory}, {shuffle_partitions} shuffle partitions"
@@ -230,6 +240,7 @@ def bench_scale(
             "driver_memory": driver_memory,
             "shuffle_partitions": shuffle_partitions,
             "parallelism": parallelism,
+            "variant_options": variant_options or {},
         }
         say(f"scale: {n:,} events, {reps} paired reps (A: cdc-lake upsert, B: Parquet floor)")
         proc = subprocess.run(
@@ -262,6 +273,15 @@ def bench_scale(
             Figure("scale", f"live rows, {n:,} events", res["rows"].get("hudi", -1), "",
                    note="Hudi = Parquet" if same else f"DIFFER: {res['rows']}"),
         ]  # fmt: skip
+        if res["a2"]:
+            a2 = median(res["a2"])
+            knob = ", ".join(f"{k}={v}" for k, v in (variant_options or {}).items())
+            same2 = res["rows"].get("hudi-variant") == res["rows"].get("hudi")
+            figures += [
+                Figure("scale", f"upsert with {knob}, {n:,} events", a2, "s"),
+                Figure("scale", f"ratio with / without {knob}, {n:,} events", a2 / a, "x", "",
+                       "same rows" if same2 else f"DIFFER: {res['rows']}"),
+            ]  # fmt: skip
     return figures
 
 

@@ -101,6 +101,7 @@ def ingest_new_files(
         new_cursor[obj.partition_prefix] = max(new_cursor.get(obj.partition_prefix, ""), obj.key)
 
     parsed = T.parse_raw_lines(read_lines(spark, source, objects)).cache()
+    latest: DataFrame | None = None
     try:
         good, bad = T.split_valid(parsed)
         n_bad = bad.count()
@@ -118,11 +119,15 @@ def ingest_new_files(
         latest = T.latest_per_key(rows)
         if table.delete_mode == "hard":
             latest = latest.withColumn("_hoodie_is_deleted", F.col("is_deleted"))
+        # Counted and then written: kept, so the window over the batch is computed once.
+        latest = latest.persist()
         result.events_upserted = latest.count()
         latest.write.format("hudi").options(**table.write_options(new_cursor)).mode("append").save(
             table.base_path
         )
     finally:
+        if latest is not None:
+            latest.unpersist()
         parsed.unpersist()
     result.committed = latest_commit(spark, table.base_path)
     result.checkpoint = new_cursor
