@@ -6,6 +6,7 @@ import boto3
 import dagster as dg
 import pytest
 from botocore.stub import Stubber
+from dagster_aws.pipes import PipesS3MessageReader
 
 from cdc_lake.aws.glue import register_parquet_table
 from cdc_lake.lake.hudi import HudiTableConfig
@@ -142,3 +143,51 @@ def test_msk_connect_asks_for_the_deploy_command_when_the_connector_is_missing()
             {},
         )
         assert client.connectors() == ["cdc-debezium-source", "cdc-s3-sink"]
+
+
+def test_glue_sync_options_travel_to_the_job_in_its_params():
+    """What goes into the Pipes extras of the EMR step or job run is what the job writes with."""
+    r = prod_resources(PROD_ENV)
+    params = r["lake"].upsert_params(r["cdc"])
+    assert params["scheme"] == "s3" and params["raw_bucket"] == "acme-cdc-raw"
+    options = HudiTableConfig(**params["table"]).write_options()
+    assert options["hoodie.datasource.meta.sync.enable"] == "true"
+    assert options["hoodie.datasource.hive_sync.database"] == "datalake"
+    assert options["hoodie.datasource.hive_sync.table"] == "cdc_events"
+    assert options["hoodie.datasource.meta_sync.condition.sync"] == "true"
+
+
+def test_a_failed_emr_serverless_run_is_a_failure_with_its_details_and_logs():
+    """Stubber: the polling of dagster-aws's client, then our failure with EMR's reason."""
+    from cdc_lake.spark_jobs import CdcEMRServerlessClient
+
+    client = boto3.client("emr-serverless", region_name=REGION, aws_access_key_id="x",
+                          aws_secret_access_key="x")  # fmt: skip
+    ids = {"applicationId": "00fapp", "jobRunId": "00frun"}
+    run = {
+        **ids, "name": "cdc-lake-upsert",
+        "arn": "arn:aws:emr-serverless:us-east-1:123456789012:/applications/00fapp/jobruns/00frun",
+        "createdBy": "arn:aws:iam::123456789012:user/dagster", "createdAt": 0, "updatedAt": 0,
+        "executionRole": "arn:aws:iam::123456789012:role/cdc-lake-emr", "stateDetails": "-",
+        "releaseLabel": "emr-7.5.0", "jobDriver": {"sparkSubmit": {"entryPoint": "s3://b/e.py"}},
+    }  # fmt: skip
+    with Stubber(client) as stub:
+        stub.add_response("get_job_run", {"jobRun": {**run, "state": "PENDING"}}, ids)
+        failed = {**run, "state": "FAILED", "stateDetails": "Job failed: MalformedRawFileError"}
+        stub.add_response("get_job_run", {"jobRun": failed}, ids)
+        stub.add_response("get_dashboard_for_job_run", {"url": "https://dash/x"}, ids)
+        stub.add_response("get_job_run", {"jobRun": failed}, ids)
+        s3 = boto3.client("s3", region_name=REGION, aws_access_key_id="x",
+                          aws_secret_access_key="x")  # fmt: skip
+        pipes = CdcEMRServerlessClient(
+            client=client,
+            message_reader=PipesS3MessageReader(bucket="acme-cdc-lake", client=s3),
+            poll_interval=0,
+            log_uri="s3://acme-cdc-lake/emr-serverless-logs/",
+        )
+        with pytest.raises(dg.Failure) as info:
+            pipes._wait_for_completion(dg.build_asset_context(), ids)
+        stub.assert_no_pending_responses()
+    text = str(info.value.description)
+    assert "00frun FAILED" in text and "MalformedRawFileError" in text
+    assert "s3://acme-cdc-lake/emr-serverless-logs/applications/00fapp/jobs/00frun/" in text
