@@ -20,6 +20,7 @@ from pathlib import Path
 
 from bench.benchmarks import bench_incremental, bench_sensor
 from bench.harness import Report, say, write_outputs
+from bench.index_cost import bench_index
 from bench.latency import bench_latency
 from bench.scale import bench_scale
 from cdc_lake.stack import LocalStack, StackSettings
@@ -28,7 +29,7 @@ from cdc_lake.stack.services import S3Proxy
 from cdc_lake.stack.settings import project_root
 from cdc_lake.stack.spark import build_spark_session
 
-BENCHMARKS = ("sensor", "incremental", "latency", "scale")
+BENCHMARKS = ("sensor", "incremental", "latency", "scale", "index")
 NOT_YET = {
     "upsert-vs-hoodiestreamer": "hudi-utilities 1.x is not downloadable from this machine's "
     "Maven Central mirror (only 0.14.0), so HoodieStreamer cannot run beside Hudi 1.1.1",
@@ -59,7 +60,7 @@ def run(
             *bench_scale(stack, client, (2_000,) if smoke else scales, reps, say,
                          **(scale_knobs or {}))
         )  # fmt: skip
-    own = spark is None and ("incremental" in only or "latency" in only)
+    own = spark is None and any(b in only for b in ("incremental", "latency", "index"))
     if own:
         spark = build_spark_session(s, app_name="cdc-lake-bench")
     try:
@@ -71,6 +72,14 @@ def run(
                     spark, client, s.raw_bucket, s.lake_bucket, histories, new, reps, say
                 )
             )
+        if "index" in only:
+            histories = (500, 2_500) if smoke else (10_000, 1_000_000)
+            report.add(
+                *bench_index(
+                    spark, client, s.raw_bucket, s.lake_bucket, histories, 2 if smoke else 10,
+                    reps, say,
+                )
+            )  # fmt: skip
         if "latency" in only:
             duration, rate, interval, flush = (
                 (8, 1.0, 2.0, 1000) if smoke else (180, 2.0, 5.0, 2000)

@@ -36,6 +36,7 @@ from bench.harness import Figure, median
 
 EVENTS_PER_FILE = 5_000
 PARTITIONS = 2
+TOPIC = "bench.datalake.cdc_events"
 
 
 def events_for(n_events: int, seed: int = 11):
@@ -83,9 +84,10 @@ def events_for(n_events: int, seed: int = 11):
 
 def write_raw(
     client: Any, bucket: str, prefix: str, n_events: int, say: Callable[[str], None]
-) -> int:
-    """Write the scale's raw files; returns the number of files."""
-    topic = "bench.datalake.cdc_events"
+) -> tuple[int, dict[int, int]]:
+    """Write the scale's raw files; returns the number of files and the next offset per
+    partition."""
+    topic = TOPIC
     buffers: dict[int, list[str]] = {p: [] for p in range(PARTITIONS)}
     offsets = dict.fromkeys(range(PARTITIONS), 0)
     pending = []
@@ -119,7 +121,7 @@ def write_raw(
                 flush(p)
         for f in pending:
             f.result()
-    return files
+    return files, offsets
 
 
 def _vm_hwm_mib(pid: int) -> float:
@@ -229,7 +231,7 @@ def bench_scale(
         prefix = f"bench-scale/{n}-{uuid.uuid4().hex[:6]}/"
         say(f"scale: writing {n:,} events under s3://{s.raw_bucket}/{prefix}")
         t0 = time.monotonic()
-        files = write_raw(client, s.raw_bucket, prefix, n, say)
+        files, _ = write_raw(client, s.raw_bucket, prefix, n, say)
         say(f"  {files} raw files in {time.monotonic() - t0:.0f}s")
         cfg = {
             "state_dir": str(s.state_dir),

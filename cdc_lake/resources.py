@@ -207,6 +207,7 @@ class LakeResource(dg.ConfigurableResource):
     quarantine: bool = False
     parallelism: int = 2
     compaction_delta_commits: int = 5
+    index_type: str = "RECORD_INDEX"  # or GLOBAL_SIMPLE; both global
     hudi_options: dict[str, str] = {}
     # Production: Hudi meta sync into this Glue database; the order items are registered too.
     glue_database: str | None = None
@@ -235,6 +236,7 @@ class LakeResource(dg.ConfigurableResource):
             delete_mode=self.delete_mode,
             parallelism=self.parallelism,
             compaction_delta_commits=self.compaction_delta_commits,
+            index_type=self.index_type,
             extra_options={**self.catalog_options(), **self.hudi_options},
         )
 

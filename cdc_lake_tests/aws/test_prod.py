@@ -84,10 +84,17 @@ def test_definitions_load_in_prod_without_connecting(monkeypatch):
 def test_local_tables_have_no_catalog_options():
     lake = LakeResource(lake_bucket="b")
     assert lake.catalog_options() == {} and lake.register_order_items() is None
-    assert (
-        "hoodie.meta.sync.client.tool.class"
-        not in HudiTableConfig(base_path="s3a://b/t").write_options()
-    )
+    opts = HudiTableConfig(base_path="s3a://b/t").write_options()
+    assert "hoodie.datasource.meta.sync.enable" not in opts
+    assert "hoodie.datasource.hive_sync.enable" not in opts
+    # The record-level index by default (its cost grows with the new work; bench "index").
+    assert opts["hoodie.index.type"] == "RECORD_INDEX"
+    assert opts["hoodie.metadata.record.index.enable"] == "true"
+    assert opts["hoodie.record.index.update.partition.path"] == "true"
+    simple = HudiTableConfig(base_path="s3a://b/t", index_type="GLOBAL_SIMPLE").write_options()
+    assert simple["hoodie.index.type"] == "GLOBAL_SIMPLE"
+    with pytest.raises(ValueError, match="index_type"):
+        HudiTableConfig(base_path="s3a://b/t", index_type="BLOOM")
 
 
 def test_order_items_are_registered_in_glue(moto_endpoint: str, monkeypatch):

@@ -11,7 +11,7 @@ from cdc_lake.stack import LocalStack
 
 
 def test_benchmarks_run_and_report(local_stack: LocalStack, spark, secret_env, tmp_path):
-    names = ["sensor", "incremental", "latency", "scale"]
+    names = ["sensor", "incremental", "latency", "scale", "index"]
     report = run(local_stack, names, smoke=True, reps=1, spark=spark)
     figures = {(f.benchmark, f.name): f for f in report.figures}
     ours = figures[("sensor tick", "cdc-lake LIST requests per tick")]
@@ -38,6 +38,11 @@ def test_benchmarks_run_and_report(local_stack: LocalStack, spark, secret_env, t
     assert 0 < sum(last.values()) < len(last)  # some orders did end deleted
     assert scale["events/s, 2,000 events"].value > 0
     assert scale["driver peak RSS (upsert), 2,000 events"].value > 100
+
+    # Index: both indexes ran on both histories and left identical tables.
+    index = [f for f in report.figures if f.benchmark == "index"]
+    per_table = [f for f in index if "new files into" in f.name]
+    assert len(per_table) == 4 and all(f.value > 0 and f.note == "tables equal" for f in per_table)
 
     out_json, out_md = tmp_path / "r.json", tmp_path / "benchmarks.md"
     write_outputs(report, out_json, out_md, "python -m bench --smoke")
