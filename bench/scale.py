@@ -124,23 +124,16 @@ def write_raw(
     return files, offsets
 
 
-def _vm_hwm_mib(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
-
-
 def worker(cfg: dict[str, Any]) -> dict[str, Any]:
     """Runs in its own process: paired A/B runs on one scale's raw files."""
-    import boto3
     from pyspark.sql import functions as F
 
     from cdc_lake.lake import transforms as T
     from cdc_lake.lake.hudi import HudiTableConfig
     from cdc_lake.lake.ingest import RawSource, ingest_new_files, read_lines, read_table
     from cdc_lake.raw.objects import list_new_objects
-    from cdc_lake.stack import StackSettings
+    from cdc_lake.stack import LocalStack, StackSettings
+    from cdc_lake.stack.process import peak_rss_mb
     from cdc_lake.stack.spark import build_spark_session
 
     settings = StackSettings.from_env(
@@ -156,14 +149,7 @@ def worker(cfg: dict[str, Any]) -> dict[str, Any]:
         },
     )
     jvm_pid = int(spark.sparkContext._jvm.ProcessHandle.current().pid())  # type: ignore[union-attr]
-    c = settings.credentials
-    client = boto3.client(
-        "s3",
-        endpoint_url=settings.s3_endpoint,
-        aws_access_key_id=c.s3_access_key,
-        aws_secret_access_key=c.s3_secret_key,
-        region_name=settings.region,
-    )
+    client = LocalStack(settings, verbose=False).service("s3").client()  # type: ignore[attr-defined]
     source = RawSource(settings.raw_bucket, cfg["prefix"])
     base = f"s3a://{settings.lake_bucket}/bench-scale/{uuid.uuid4().hex[:8]}"
     out: dict[str, Any] = {"a": [], "a2": [], "b": [], "peak_mib_after_first_a": None}
@@ -198,7 +184,7 @@ def worker(cfg: dict[str, Any]) -> dict[str, Any]:
     for rep in range(cfg["reps"]):
         run_a(rep)
         if out["peak_mib_after_first_a"] is None:
-            out["peak_mib_after_first_a"] = _vm_hwm_mib(jvm_pid)
+            out["peak_mib_after_first_a"] = peak_rss_mb(jvm_pid)
         print(f"  rep {rep + 1}: A {out['a'][-1]:.1f}s", file=sys.stderr, flush=True)
         run_b(rep)
         print(f"  rep {rep + 1}: B {out['b'][-1]:.1f}s", file=sys.stderr, flush=True)
@@ -206,7 +192,7 @@ def worker(cfg: dict[str, Any]) -> dict[str, Any]:
             run_a(rep, variant=True)
             print(f"  rep {rep + 1}: A' {out['a2'][-1]:.1f}s", file=sys.stderr, flush=True)
     out["rows"] = rows
-    out["peak_mib"] = _vm_hwm_mib(jvm_pid)
+    out["peak_mib"] = peak_rss_mb(jvm_pid)
     spark.stop()
     return out
 

@@ -31,7 +31,11 @@ from cdc_lake.stack.settings import StackSettings
 from cdc_lake.stack.spark import spark_conf
 from cdc_lake.streaming.connect_client import ConnectClient
 from cdc_lake.streaming.connect_config import CdcConnectorSettings, topic_name
-from cdc_lake.streaming.msk_connect import MskConnectClient, MskConnectSettings
+from cdc_lake.streaming.msk_connect import (
+    MskConnectClient,
+    MskConnectSettings,
+    secrets_manager_ref,
+)
 
 
 class PostgresResource(dg.ConfigurableResource):
@@ -382,7 +386,6 @@ def prod_resources(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
     region = env.get("CDC_LAKE_AWS_REGION") or env.get("AWS_REGION") or "us-east-1"
     lake_bucket = env["CDC_LAKE_LAKE_BUCKET"]
     msk_connect = env.get("CDC_LAKE_CONNECT_MODE", "msk") == "msk"
-    secret_name = env.get("CDC_LAKE_REPLICATION_SECRET", "cdc-lake/replication")
     connect: ConnectResource
     if msk_connect:
         connect = MskConnectResource(region=region)
@@ -412,7 +415,10 @@ def prod_resources(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
             region=region,
             # Resolved by the Connect worker's config provider, never by us.
             replication_password_ref=(
-                f"${{secretsmanager:{secret_name}:password}}"
+                secrets_manager_ref(
+                    env.get("CDC_LAKE_REPLICATION_SECRET", "cdc-lake/replication"),
+                    env.get("CDC_LAKE_REPLICATION_SECRET_KEY", "password"),
+                )
                 if msk_connect
                 else "${env:CDC_LAKE_REPLICATION_PASSWORD}"
             ),

@@ -148,14 +148,14 @@ class _EmrJobs(SparkJobsResource):
         endpoint = self.s3_endpoint_url if service == "s3" else self.endpoint_url
         return boto3.client(service, region_name=self.region, endpoint_url=endpoint)
 
-    def upload_job(self) -> tuple[str, str]:
+    def upload_job(self, s3: Any) -> tuple[str, str]:
         with tempfile.TemporaryDirectory(prefix="cdc-lake-job-") as tmp:
             package = build_package(Path(tmp))
-            return upload_package(self.client("s3"), package, self.code_bucket, self.code_prefix)
+            return upload_package(s3, package, self.code_bucket, self.code_prefix)
 
-    def message_reader(self) -> PipesS3MessageReader:
+    def message_reader(self, s3: Any) -> PipesS3MessageReader:
         return PipesS3MessageReader(
-            bucket=self.pipes_bucket, client=self.client("s3"), interval=self.poll_interval_s
+            bucket=self.pipes_bucket, client=s3, interval=self.poll_interval_s
         )
 
 
@@ -169,9 +169,10 @@ class EmrStepSparkJobs(_EmrJobs):
     def run(
         self, context: dg.AssetExecutionContext, job: str, params: dict[str, Any]
     ) -> JobOutcome:
-        entry_uri, zip_uri = self.upload_job()
+        s3 = self.client("s3")
+        entry_uri, zip_uri = self.upload_job(s3)
         client = PipesEMRStepClient(
-            self.client("emr"), self.message_reader(), self.region, self.poll_interval_s
+            self.client("emr"), self.message_reader(s3), self.region, self.poll_interval_s
         )
         invocation = client.run(
             context=context,
@@ -243,10 +244,11 @@ class EmrServerlessSparkJobs(_EmrJobs):
     def run(
         self, context: dg.AssetExecutionContext, job: str, params: dict[str, Any]
     ) -> JobOutcome:
-        entry_uri, zip_uri = self.upload_job()
+        s3 = self.client("s3")
+        entry_uri, zip_uri = self.upload_job(s3)
         client = CdcEMRServerlessClient(
             client=self.client("emr-serverless"),
-            message_reader=self.message_reader(),
+            message_reader=self.message_reader(s3),
             poll_interval=self.poll_interval_s,
             log_uri=self.log_uri,
         )

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -128,3 +129,18 @@ def pg(local_stack: LocalStack):
     conn = psycopg2.connect(local_stack.settings.pg_dsn())
     yield conn
     conn.close()
+
+
+@pytest.fixture(scope="session")
+def moto_endpoint() -> Iterator[str]:
+    """moto's server, for the AWS control planes that cannot run here (EMR, EMR Serverless,
+    Glue) and for throwaway S3 buckets in tests of AWS-only code."""
+    from moto.server import ThreadedMotoServer
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    yield f"http://127.0.0.1:{port}"
+    server.stop()

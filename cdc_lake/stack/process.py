@@ -45,23 +45,33 @@ def pid_alive(pid: int) -> bool:
     return state != "Z"
 
 
+def _status_kb(pid: int, field: str) -> int | None:
+    """One ``/proc/<pid>/status`` figure in kB; None once the process is gone (reading /proc of
+    a vanished process raises ProcessLookupError rather than ENOENT)."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith(f"{field}:"):
+                return int(line.split()[1])
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    return None
+
+
 def rss_mb(pid: int) -> float | None:
     """Resident memory of a process and its children, in MiB."""
-    total_kb = 0
     pids = [pid]
-    # Children (postgres backends, say) come and go: one may exit between listing and reading,
-    # and reading /proc of a vanished process raises ProcessLookupError rather than ENOENT.
+    # Children (postgres backends, say) come and go: one may exit between listing and reading.
     with contextlib.suppress(FileNotFoundError, ProcessLookupError):
         children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
         pids += [int(c) for c in children]
-    for p in pids:
-        try:
-            for line in Path(f"/proc/{p}/status").read_text().splitlines():
-                if line.startswith("VmRSS:"):
-                    total_kb += int(line.split()[1])
-        except (FileNotFoundError, ProcessLookupError):
-            continue
+    total_kb = sum(_status_kb(p, "VmRSS") or 0 for p in pids)
     return round(total_kb / 1024, 1) if total_kb else None
+
+
+def peak_rss_mb(pid: int) -> float | None:
+    """The most resident memory a process has had (VmHWM), in MiB."""
+    kb = _status_kb(pid, "VmHWM")
+    return round(kb / 1024, 1) if kb else None
 
 
 def port_in_use(host: str, port: int) -> bool:

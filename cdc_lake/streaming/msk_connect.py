@@ -99,6 +99,14 @@ CONNECTOR_HINTS = {
 }
 
 
+def secrets_manager_ref(secret: str, key: str = "password") -> str:
+    """``${secretsmanager:<secret>:<key>}``. The provider URL-decodes the secret id, and
+    Kafka's ``${...}`` syntax cannot hold ':', so an ARN is URL-encoded; a plain name
+    stays readable."""
+    quoted = urllib.parse.quote(secret, safe="/-_.@=")
+    return "${" + f"{SECRETS_PROVIDER}:{quoted}:{key}" + "}"
+
+
 class MskConnectError(RuntimeError):
     pass
 
@@ -250,11 +258,7 @@ class MskConnectSettings:
 
     @property
     def password_ref(self) -> str:
-        """``${secretsmanager:<secret>:<key>}``. The provider URL-decodes the secret id, and
-        Kafka's ``${...}`` syntax cannot hold ':', so an ARN is URL-encoded; a plain name
-        stays readable."""
-        secret = urllib.parse.quote(self.db_secret, safe="/-_.@=")
-        return "${" + f"{SECRETS_PROVIDER}:{secret}:{self.db_secret_key}" + "}"
+        return secrets_manager_ref(self.db_secret, self.db_secret_key)
 
     def kafka_cluster(self) -> dict[str, Any]:
         vpc: dict[str, Any] = {"subnets": list(self.subnet_ids)}

@@ -8,15 +8,13 @@ COMPLETED or FAILED, and the failure as a Dagster error.
 
 from __future__ import annotations
 
-import base64
-import json
-import zlib
 from typing import Any
 
 import boto3
 import dagster as dg
 import pytest
 from botocore.stub import Stubber
+from dagster_pipes import decode_param
 
 from cdc_lake.aws.emr_step import EmrStepFailed, PipesEMRStepClient
 from cdc_lake.defs.lake.assets import HUDI_KEY, cdc_events_hudi
@@ -66,10 +64,6 @@ def _cluster(moto_endpoint: str, log_bucket: str) -> str:
         JobFlowRole="EMR_EC2_DefaultRole",
         ServiceRole="EMR_DefaultRole",
     )["JobFlowId"]
-
-
-def _decode(param: str) -> dict[str, Any]:
-    return json.loads(zlib.decompress(base64.b64decode(param)))
 
 
 def _step_jobs(local_stack: LocalStack, moto_endpoint: str, cluster_id: str) -> EmrStepSparkJobs:
@@ -124,10 +118,10 @@ def test_emr_step_runs_the_same_job_and_reports_through_pipes(
     assert confs == {**HUDI_CONF, "spark.sql.shuffle.partitions": "4"}
     entry_at = args.index(f"s3://{s.lake_bucket}/{code[1]}")
     assert args[entry_at + 1 :: 2] == ["--dagster-pipes-context", "--dagster-pipes-messages"]
-    context = _decode(args[entry_at + 2])["data"]  # inline, as PipesEnvContextInjector puts it
+    context = decode_param(args[entry_at + 2])["data"]  # inline, as PipesEnvContextInjector puts it
     assert context["extras"]["job"] == "upsert"
     assert context["extras"]["params"]["raw_prefix"] == syn.raw_prefix
-    assert _decode(args[entry_at + 4])["bucket"] == s.lake_bucket  # messages through S3
+    assert decode_param(args[entry_at + 4])["bucket"] == s.lake_bucket  # messages through S3
 
     # Metadata and the job's own check results came back through Pipes.
     mats = {m.asset_key: m for m in

@@ -13,7 +13,6 @@ import hashlib
 import io
 import json
 import os
-import socket
 import uuid
 import zipfile
 from collections.abc import Iterator
@@ -23,7 +22,6 @@ from typing import Any
 import boto3
 import pytest
 from botocore.stub import Stubber
-from moto.server import ThreadedMotoServer
 
 from cdc_lake.streaming.connect_config import CdcConnectorSettings
 from cdc_lake.streaming.msk_connect import (
@@ -126,23 +124,6 @@ def dirs(tmp_path: Path) -> MskPluginDirs:
             {"msk-config-providers.jar": b"prov", "lib/secretsmanager.jar": b"sm"},
         ),
     )
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture(scope="module")
-def moto_endpoint() -> Iterator[str]:
-    port = free_port()
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.stop()
 
 
 class S3:
@@ -374,6 +355,13 @@ def stub_created_connector(
         )
 
 
+def stub_existing_plugins_and_worker(stub: Stubber, dbz: Plugin, sink: Plugin) -> None:
+    """Both plugins (revision 1) and the worker configuration are already deployed."""
+    stub_existing_plugin(stub, dbz)
+    stub_existing_plugin(stub, sink)
+    stub_existing_worker_config(stub)
+
+
 def stub_listed_connector(stub: Stubber, name: str, arn: str, description: dict[str, Any]) -> None:
     stub.add_response(
         "list_connectors",
@@ -584,9 +572,7 @@ def test_second_deploy_reuses_everything_and_uploads_nothing(
     assert len(s3.puts) == 2
 
     # Everything exists and matches: only look-ups, no create_* or update_* request.
-    stub_existing_plugin(stub, dbz)
-    stub_existing_plugin(stub, sink)
-    stub_existing_worker_config(stub)
+    stub_existing_plugins_and_worker(stub, dbz, sink)
     stub_listed_connector(
         stub, SOURCE, SOURCE_ARN, described(SOURCE, SOURCE_ARN, source_config, dbz)
     )
@@ -610,9 +596,7 @@ def test_existing_connector_is_updated_with_its_current_version(
     dbz, sink = plugins_for(dirs, s3.bucket)
     source_config, sink_config = expected_configs(cdc)
     old_config = {**source_config, "snapshot.mode": "never"}
-    stub_existing_plugin(stub, dbz, revision=1)
-    stub_existing_plugin(stub, sink)
-    stub_existing_worker_config(stub)
+    stub_existing_plugins_and_worker(stub, dbz, sink)
     # The source runs an older config on an older plugin and a smaller capacity.
     stub_listed_connector(
         stub,
@@ -718,9 +702,7 @@ def test_rolled_back_update_raises_with_the_error_info(
     dbz, sink = plugins_for(dirs, s3.bucket)
     source_config, _ = expected_configs(cdc)
     old_config = {**source_config, "tasks.max": "2"}
-    stub_existing_plugin(stub, dbz)
-    stub_existing_plugin(stub, sink)
-    stub_existing_worker_config(stub)
+    stub_existing_plugins_and_worker(stub, dbz, sink)
     stub_listed_connector(
         stub, SOURCE, SOURCE_ARN, described(SOURCE, SOURCE_ARN, old_config, dbz, version="V2")
     )
@@ -755,9 +737,7 @@ def test_settings_that_cannot_be_updated_raise_instead_of_being_ignored(
     client, stub = kc
     dbz, sink = plugins_for(dirs, s3.bucket)
     source_config, _ = expected_configs(cdc)
-    stub_existing_plugin(stub, dbz)
-    stub_existing_plugin(stub, sink)
-    stub_existing_worker_config(stub)
+    stub_existing_plugins_and_worker(stub, dbz, sink)
     other_cluster = {
         "apacheKafkaCluster": {
             **KAFKA_CLUSTER["apacheKafkaCluster"],
@@ -780,9 +760,7 @@ def test_waiting_gives_up_after_the_timeout(
     client, stub = kc
     dbz, sink = plugins_for(dirs, s3.bucket)
     source_config, _ = expected_configs(cdc)
-    stub_existing_plugin(stub, dbz)
-    stub_existing_plugin(stub, sink)
-    stub_existing_worker_config(stub)
+    stub_existing_plugins_and_worker(stub, dbz, sink)
     stub_listed_connector(
         stub,
         SOURCE,
