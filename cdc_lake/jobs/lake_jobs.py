@@ -19,7 +19,7 @@ Metadata values use the Pipes wire form ``{"raw_value": ..., "type": ...}``; che
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import functions as F
@@ -48,9 +48,6 @@ class JobReport:
         self.checks.append(
             {"check_name": name, "passed": passed, "severity": "ERROR", "metadata": metadata}
         )
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def key_digest(live: DataFrame) -> dict[str, Any]:
