@@ -19,7 +19,7 @@ from typing import Any
 
 from bench.harness import Figure, median, paired
 from cdc_lake.lake.ingest import ingest_new_files
-from cdc_lake.raw.objects import ListingStats, RawObject, list_new_objects
+from cdc_lake.raw.objects import list_objects
 from cdc_lake.raw.synthetic import SyntheticLake, event
 
 
@@ -68,10 +68,9 @@ def bench_sensor(
     _put_many(client, bucket, old_keys, say)
     # The cursor a previous tick would have left: the last key per partition. Built from the
     # keys written rather than by a full listing, which S3Proxy makes slow at 100k objects.
-    cursor: dict[str, str] = {}
-    for key in old_keys:
-        part = RawObject(key, 0).partition_prefix
-        cursor[part] = max(cursor.get(part, ""), key)
+    cursor: dict[int, str | None] = {}
+    for i, key in enumerate(old_keys):
+        cursor[i % partitions] = max(cursor.get(i % partitions) or "", key)
     last_old = syn.key((n_objects - 1) % partitions, n_objects - 1)
     new_keys = [syn.key(i % partitions, n_objects + i) for i in range(n_new)]
     _put_many(client, bucket, new_keys, say)
@@ -82,7 +81,7 @@ def bench_sensor(
 
     def ours() -> None:
         before = counter.count
-        new, _ = list_new_objects(client, bucket, syn.raw_prefix, cursor, ListingStats())
+        new = list_objects(client, bucket, syn.source.layout, cursor).objects
         calls["ours"], found["ours"] = counter.count - before, len(new)
 
     def full_listing() -> None:

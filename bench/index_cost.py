@@ -67,7 +67,7 @@ def bench_index(
             for name in INDEXES
         }
         for name, table in tables.items():
-            res = ingest_new_files(spark, client, RawSource(raw_bucket, prefix), table)
+            res = ingest_new_files(spark, client, RawSource(raw_bucket, prefix, TOPIC), table)
             say(f"  {name}: history ingested in {res.seconds:.1f}s")
         setups[h] = (prefix, offsets, tables)
     times: dict[tuple[int, str], list[float]] = {(h, n): [] for h in histories for n in INDEXES}
@@ -75,7 +75,7 @@ def bench_index(
         for h, (prefix, offsets, tables) in setups.items():
             _put_updates(client, raw_bucket, prefix, offsets, n_new, h // 5, r)
             for name, table in tables.items():
-                res = ingest_new_files(spark, client, RawSource(raw_bucket, prefix), table)
+                res = ingest_new_files(spark, client, RawSource(raw_bucket, prefix, TOPIC), table)
                 assert len(res.files) == n_new, (h, name, len(res.files))
                 times[(h, name)].append(res.seconds)
                 say(f"  round {r + 1}/{reps}: {h:,} events, {name}: {res.seconds:.2f}s")

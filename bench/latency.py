@@ -95,7 +95,7 @@ def bench_latency(
         [cdc_events_outbox, cdc_events_topic, raw_cdc_files], resources=resources
     ).success
     s3 = stack.service("s3").client()  # type: ignore[attr-defined]
-    source = RawSource(s.raw_bucket, cdc.raw_prefix)
+    source = RawSource(s.raw_bucket, cdc.raw_prefix, cdc.topic)
     table = resources["lake"].table_config()
     ingest_new_files(spark, s3, source, table)  # the snapshot, before the clock starts
     instance = dg.DagsterInstance.ephemeral()

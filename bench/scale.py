@@ -131,7 +131,7 @@ def worker(cfg: dict[str, Any]) -> dict[str, Any]:
     from cdc_lake.lake import transforms as T
     from cdc_lake.lake.hudi import HudiTableConfig
     from cdc_lake.lake.ingest import RawSource, ingest_new_files, read_lines, read_table
-    from cdc_lake.raw.objects import list_new_objects
+    from cdc_lake.raw.objects import RawLayout, list_objects
     from cdc_lake.stack import LocalStack, StackSettings
     from cdc_lake.stack.process import peak_rss_mb
     from cdc_lake.stack.spark import build_spark_session
@@ -150,7 +150,7 @@ def worker(cfg: dict[str, Any]) -> dict[str, Any]:
     )
     jvm_pid = int(spark.sparkContext._jvm.ProcessHandle.current().pid())  # type: ignore[union-attr]
     client = LocalStack(settings, verbose=False).service("s3").client()  # type: ignore[attr-defined]
-    source = RawSource(settings.raw_bucket, cfg["prefix"])
+    source = RawSource(settings.raw_bucket, cfg["prefix"], TOPIC)
     base = f"s3a://{settings.lake_bucket}/bench-scale/{uuid.uuid4().hex[:8]}"
     out: dict[str, Any] = {"a": [], "a2": [], "b": [], "peak_mib_after_first_a": None}
     rows: dict[str, int] = {}
@@ -169,7 +169,7 @@ def worker(cfg: dict[str, Any]) -> dict[str, Any]:
 
     def run_b(rep: int) -> None:
         t0 = time.perf_counter()
-        objects, _ = list_new_objects(client, source.bucket, source.prefix, {})
+        objects = list_objects(client, source.bucket, RawLayout(source.prefix, TOPIC)).objects
         parsed = T.parse_raw_lines(read_lines(spark, source, sorted(objects)))
         good, _ = T.split_valid(parsed)
         latest = T.latest_per_key(T.to_lake_rows(good)).where(~F.col("is_deleted"))

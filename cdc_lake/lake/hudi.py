@@ -15,8 +15,9 @@ Semantics the options guarantee:
   with the new work, not with the table (``python -m bench --only index``: 1.09x from 2,000 to
   200,000 orders, against 1.46x for ``GLOBAL_SIMPLE``). ``index_type="GLOBAL_SIMPLE"`` keeps the
   older behaviour.
-- **Checkpoint.** The last raw key ingested per topic partition goes into the commit's extra
-  metadata. It is committed atomically with the data: a commit that fails leaves neither.
+- **Checkpoint.** The ingestion's progress (the last Kafka offset per topic partition, see
+  ``cdc_lake/lake/checkpoint.py``) goes into the commit's extra metadata, so it is committed
+  atomically with the data: a commit that fails leaves neither.
 """
 
 from __future__ import annotations
@@ -25,10 +26,11 @@ import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from cdc_lake.lake.checkpoint import CHECKPOINT_KEY
+
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-CHECKPOINT_KEY = "_cdc_lake_checkpoint"
 RECORD_KEY = "order_id"
 ORDERING_FIELD = "cdc_ordering"
 
@@ -58,7 +60,7 @@ class HudiTableConfig:
                 f"index_type must be RECORD_INDEX or GLOBAL_SIMPLE: {self.index_type!r}"
             )
 
-    def write_options(self, checkpoint: dict[str, str] | None = None) -> dict[str, str]:
+    def write_options(self, checkpoint: dict[str, Any] | None = None) -> dict[str, str]:
         p = str(self.parallelism)
         opts = {
             "hoodie.table.name": self.table_name,
@@ -151,7 +153,7 @@ class CommitInfo:
     extra: dict[str, str]
 
     @property
-    def checkpoint(self) -> dict[str, str] | None:
+    def checkpoint(self) -> dict[str, Any] | None:
         raw = self.extra.get(CHECKPOINT_KEY)
         return json.loads(raw) if raw else None
 
@@ -186,7 +188,7 @@ def latest_commit(spark: SparkSession, base_path: str) -> CommitInfo | None:
     return next(completed_commits(spark, base_path, newest_first=True), None)
 
 
-def latest_checkpoint(spark: SparkSession, base_path: str) -> dict[str, str]:
+def latest_checkpoint(spark: SparkSession, base_path: str) -> dict[str, Any]:
     """The cursor of the newest commit that carries one (compactions carry none). Only the
     newest commits are read, not the whole timeline."""
     for commit in completed_commits(spark, base_path, newest_first=True):

@@ -1,17 +1,24 @@
-"""Upsert the raw CDC files not yet ingested into the Hudi ``cdc_events`` table.
+"""Upsert the raw CDC lines not yet ingested into the Hudi ``cdc_events`` table.
 
 One run:
-1. reads the checkpoint (last raw key per topic partition) from the newest Hudi commit;
-2. lists only the objects after it, resuming each partition's listing with ``StartAfter``;
-3. parses every line, and refuses the whole batch if any line is bad. The error names the
-   object key and line, and nothing is committed. With ``quarantine`` on, bad lines are written
-   to the quarantine prefix instead, and the rest goes on;
-4. keeps the latest change per order by (source ts_ms, LSN), then upserts it. The new
+1. reads the checkpoint, the last Kafka offset ingested per topic partition, from the newest
+   Hudi commit (``cdc_lake/lake/checkpoint.py``; a version-1 checkpoint of object keys is
+   upgraded on the way);
+2. lists, per partition, the raw objects from the one that held the checkpoint on, and reads
+   those that may hold greater offsets. Keys that are not raw objects of the configured topic
+   are reported (``IngestResult.ignored_keys``) and never read;
+3. parses every line, places it by its Kafka partition and offset, and keeps only the lines past
+   the checkpoint. So objects that were overwritten, re-cut with more records, duplicated or
+   overlapping change nothing, and a line is never ingested twice;
+4. refuses the whole batch if any of those lines is bad: the error names the object key and
+   line, and nothing is committed. With ``quarantine`` on, bad lines are written to the
+   quarantine prefix instead, and the rest goes on;
+5. keeps the latest change per order (``cdc_lake/lake/transforms.py``) and upserts it. The new
    checkpoint goes into the same Hudi commit.
 
-So a run with no new files commits nothing. Files at or before the checkpoint are never read
-again. A crash before the commit leaves the old checkpoint, so the same files are read again and
-give the same result.
+So a run with nothing new commits nothing. A crash before the commit leaves the old checkpoint:
+the same lines are read again and give the same result. A replay (``replay_from``) reads again
+from a given offset; the latest change still wins, so it can only repair, never regress.
 """
 
 from __future__ import annotations
@@ -22,9 +29,10 @@ from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import functions as F
 
+from cdc_lake.lake import checkpoint as C
 from cdc_lake.lake import transforms as T
 from cdc_lake.lake.hudi import CommitInfo, HudiTableConfig, latest_checkpoint, latest_commit
-from cdc_lake.raw.objects import ListingStats, RawObject, list_new_objects
+from cdc_lake.raw.objects import RawLayout, RawObject
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -38,7 +46,12 @@ class MalformedRawFileError(ValueError):
 class RawSource:
     bucket: str
     prefix: str
+    topic: str
     scheme: str = "s3a"  # Hadoop's filesystem scheme for the same bucket
+
+    @property
+    def layout(self) -> RawLayout:
+        return RawLayout(self.prefix, self.topic)
 
     def uri(self, key: str) -> str:
         return f"{self.scheme}://{self.bucket}/{key}"
@@ -50,9 +63,12 @@ class IngestResult:
     files: list[RawObject] = field(default_factory=list)
     events_read: int = 0
     events_upserted: int = 0
+    lines_skipped: int = 0  # at or below the checkpoint: already in the table
     quarantined: int = 0
     quarantine_path: str | None = None
-    checkpoint: dict[str, str] = field(default_factory=dict)
+    checkpoint: dict[str, Any] = field(default_factory=dict)
+    ignored_keys: list[str] = field(default_factory=list)
+    offset_gaps: int = 0  # offsets missing between the checkpoint and the newest line
     list_requests: int = 0
     seconds: float = 0.0
 
@@ -76,6 +92,43 @@ def describe_bad(bad: DataFrame, limit: int = 5) -> list[str]:
     return [f"{r['source_key']} line {r['line_no']}: {r['error']}" for r in rows]
 
 
+def current_checkpoint(
+    spark: SparkSession, s3_client: Any, source: RawSource, table: HudiTableConfig
+) -> C.Checkpoint:
+    return C.load(
+        latest_checkpoint(spark, table.base_path), source.layout, s3_client, source.bucket
+    )
+
+
+def _progress(
+    fresh: DataFrame, objects: list[RawObject], checkpoint: C.Checkpoint
+) -> tuple[dict[int, C.PartitionProgress], int]:
+    """Per partition, the greatest offset read and the object holding it; and the offsets
+    missing between the checkpoint and that greatest offset."""
+    # Among objects holding the same greatest offset, the earliest: listing resumes there.
+    newest = F.struct(F.col("kafka_offset"), -F.col("start"), F.col("source_key"))
+    rows = (
+        fresh.withColumn("start", F.regexp_extract("source_key", T.KEY_POSITION, 2).cast("long"))
+        .groupBy("kafka_partition")
+        .agg(
+            F.max(newest).alias("newest"),
+            F.min("kafka_offset").alias("low"),
+            F.count_distinct("kafka_offset").alias("n"),
+        )
+        .collect()
+    )
+    etags = {o.key: o.etag for o in objects}
+    progress, gaps = {}, 0
+    for r in rows:
+        p, top = int(r["kafka_partition"]), r["newest"]
+        progress[p] = C.PartitionProgress(
+            int(top["kafka_offset"]), -int(top[1]), etags.get(top["source_key"], "")
+        )
+        gaps += int(top["kafka_offset"]) - int(r["low"]) + 1 - int(r["n"])
+        gaps += int(r["low"]) - checkpoint.offset(p) - 1
+    return progress, gaps
+
+
 def ingest_new_files(
     spark: SparkSession,
     s3_client: Any,
@@ -83,27 +136,45 @@ def ingest_new_files(
     table: HudiTableConfig,
     quarantine_path: str | None = None,
     max_files: int | None = None,
+    replay_from: int | None = None,
 ) -> IngestResult:
+    """One refresh (see the module docstring). ``replay_from``: read every partition again
+    from that offset on, whatever the checkpoint says."""
     t0 = time.monotonic()
-    cursor = latest_checkpoint(spark, table.base_path)
-    stats = ListingStats()
-    objects, _ = list_new_objects(s3_client, source.bucket, source.prefix, cursor, stats)
-    objects = sorted(objects)
-    if max_files is not None:
-        objects = objects[:max_files]
-    result = IngestResult(committed=None, files=objects, checkpoint=cursor)
-    result.list_requests = stats.list_requests
+    stored = current_checkpoint(spark, s3_client, source, table)
+    start = stored.rewound(replay_from) if replay_from is not None else stored
+    plan = C.plan(s3_client, source.bucket, source.layout, start)
+    objects = plan.objects[:max_files] if max_files is not None else plan.objects
+    result = IngestResult(
+        committed=None,
+        files=objects,
+        checkpoint=stored.to_json(),
+        ignored_keys=plan.ignored,
+        list_requests=plan.list_requests,
+    )
     if not objects:
         result.seconds = time.monotonic() - t0
         return result
-    new_cursor = dict(cursor)
-    for obj in objects:
-        new_cursor[obj.partition_prefix] = max(new_cursor.get(obj.partition_prefix, ""), obj.key)
 
-    parsed = T.parse_raw_lines(read_lines(spark, source, objects)).cache()
+    positioned = T.with_kafka_position(
+        T.parse_raw_lines(read_lines(spark, source, objects)), source.topic
+    )
+    after = F.lit(-1)  # lines at or below the checkpoint offset are already in the table
+    if start.partitions:
+        done = F.create_map(
+            *[x for p, v in start.partitions.items() for x in (F.lit(p), F.lit(v.offset))]
+        )
+        after = F.coalesce(F.try_element_at(done, F.col("kafka_partition")), F.lit(-1))
+    parsed = positioned.cache()
+    fresh = parsed.where(F.col("kafka_offset") > after).cache()
     latest: DataFrame | None = None
     try:
-        good, bad = T.split_valid(parsed)
+        result.lines_skipped = parsed.count() - fresh.count()
+        progress, result.offset_gaps = _progress(fresh, objects, start)
+        if not progress:
+            result.seconds = time.monotonic() - t0
+            return result
+        good, bad = T.split_valid(fresh)
         n_bad = bad.count()
         if n_bad:
             if quarantine_path is None:
@@ -122,15 +193,17 @@ def ingest_new_files(
         # Counted and then written: kept, so the window over the batch is computed once.
         latest = latest.persist()
         result.events_upserted = latest.count()
-        latest.write.format("hudi").options(**table.write_options(new_cursor)).mode("append").save(
-            table.base_path
-        )
+        new_checkpoint = stored.advanced(progress)
+        latest.write.format("hudi").options(**table.write_options(new_checkpoint.to_json())).mode(
+            "append"
+        ).save(table.base_path)
     finally:
         if latest is not None:
             latest.unpersist()
+        fresh.unpersist()
         parsed.unpersist()
     result.committed = latest_commit(spark, table.base_path)
-    result.checkpoint = new_cursor
+    result.checkpoint = new_checkpoint.to_json()
     result.seconds = time.monotonic() - t0
     return result
 

@@ -1,88 +1,145 @@
-"""Raw CDC objects on S3 and how to list only the new ones.
+"""Raw CDC objects on S3: their layout, which keys count, and incremental listing.
 
-The S3 sink writes ``<prefix><topic>/partition=<p>/<topic>+<p>+<start offset, 20 digits>.jsonl``.
-Within one topic partition keys sort in offset order, so a reader that remembers the last key
-it saw per partition can ask S3 for the keys after it (``StartAfter``). Its cost then grows with
-the new objects, not with everything already under the prefix. Finding the partitions costs
-two delimiter listings, whatever the number of objects.
+Layout
+    The S3 sink writes ``<prefix><topic>/partition=<p>/<topic>+<p>+<start offset>.jsonl``, the
+    start offset zero-padded to 20 digits, so within one topic partition keys sort in offset
+    order. Every line carries its Kafka coordinates (``__kafka_topic``, ``__kafka_partition``,
+    ``__kafka_offset``, added by Connect's ``InsertField`` transform); progress is tracked by
+    those offsets, not by keys (see ``cdc_lake/lake/checkpoint.py``).
+
+Which keys count
+    Only keys of the configured topic, under a numeric ``partition=<p>/`` folder, whose file
+    name repeats the same topic and partition, are raw objects. Anything else under the topic's
+    prefix (a stray upload, another tool's file) is returned as *ignored*, so callers can report
+    it; it is never read, and it can never become progress.
+
+Listing
+    Partitions are found with one delimiter listing of ``<prefix><topic>/``. Each partition is
+    then listed from a caller-given ``StartAfter`` key, so a listing costs what the new objects
+    cost, not what the prefix holds.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-KEY_PATTERN = re.compile(r"(?P<topic>[^/]+)\+(?P<partition>\d+)\+(?P<offset>\d{20})\.jsonl$")
+OFFSET_DIGITS = 20
+PARTITION_DIR = re.compile(r"partition=(\d+)/$")
 
 
 @dataclass(frozen=True, order=True)
 class RawObject:
     key: str
     size: int = field(compare=False)
+    partition: int = field(default=-1, compare=False)
+    start_offset: int = field(default=-1, compare=False)
+    # The ETag S3 returned when listed: it changes when the object is rewritten.
+    etag: str = field(default="", compare=False)
+
+
+@dataclass(frozen=True)
+class RawLayout:
+    """Where one topic's raw objects live, and how their keys are spelled."""
+
+    prefix: str
+    topic: str
 
     @property
-    def partition_prefix(self) -> str:
-        return self.key.rsplit("/", 1)[0] + "/"
+    def topic_prefix(self) -> str:
+        return f"{self.prefix}{self.topic}/"
 
-    @property
-    def start_offset(self) -> int:
-        m = KEY_PATTERN.search(self.key)
-        if not m:
-            raise ValueError(f"not a raw CDC object key: {self.key}")
-        return int(m.group("offset"))
+    def partition_prefix(self, partition: int) -> str:
+        return f"{self.topic_prefix}partition={partition}/"
+
+    def key(self, partition: int, start_offset: int) -> str:
+        return (
+            f"{self.partition_prefix(partition)}{self.topic}+{partition}+"
+            f"{start_offset:0{OFFSET_DIGITS}d}.jsonl"
+        )
+
+    def parse(self, key: str) -> tuple[int, int] | None:
+        """``(partition, start offset)`` of a raw object of this topic, or None for any other
+        key."""
+        if not key.startswith(self.topic_prefix):
+            return None
+        folder, _, name = key[len(self.topic_prefix) :].partition("/")
+        m = PARTITION_DIR.match(folder + "/")
+        if not m or "/" in name:
+            return None
+        partition = int(m.group(1))
+        stem = f"{self.topic}+{partition}+"
+        digits = name[len(stem) : -len(".jsonl")]
+        if (
+            not name.startswith(stem)
+            or not name.endswith(".jsonl")
+            or len(digits) != OFFSET_DIGITS
+            or not digits.isdigit()
+        ):
+            return None
+        return partition, int(digits)
 
 
 @dataclass
-class ListingStats:
+class Listing:
+    objects: list[RawObject] = field(default_factory=list)  # key order within a partition
+    ignored: list[str] = field(default_factory=list)  # keys under the topic that are not raw
+    partitions: list[int] = field(default_factory=list)
     list_requests: int = 0
 
 
-def _list(client: Any, stats: ListingStats, **kwargs: Any):
+def _pages(client: Any, listing: Listing, **kwargs: Any):
     token = None
     while True:
         args = dict(kwargs)
         if token:
             args["ContinuationToken"] = token
         page = client.list_objects_v2(**args)
-        stats.list_requests += 1
+        listing.list_requests += 1
         yield page
         if not page.get("IsTruncated"):
             return
         token = page["NextContinuationToken"]
 
 
-def partition_prefixes(client: Any, bucket: str, prefix: str, stats: ListingStats) -> list[str]:
-    """``<prefix><topic>/partition=<p>/`` for every topic partition that has objects."""
-    out = []
-    for page in _list(client, stats, Bucket=bucket, Prefix=prefix, Delimiter="/"):
-        for topic in page.get("CommonPrefixes", []):
-            for sub in _list(client, stats, Bucket=bucket, Prefix=topic["Prefix"], Delimiter="/"):
-                out += [p["Prefix"] for p in sub.get("CommonPrefixes", [])]
-    return sorted(out)
-
-
-def list_new_objects(
+def list_objects(
     client: Any,
     bucket: str,
-    prefix: str,
-    cursor: dict[str, str],
-    stats: ListingStats | None = None,
-) -> tuple[list[RawObject], dict[str, str]]:
-    """Objects after the cursor's last key in each partition; returns them (in key order per
-    partition) and the advanced cursor. An empty cursor lists everything."""
-    stats = stats or ListingStats()
-    new_cursor = dict(cursor)
-    found: list[RawObject] = []
-    for part in partition_prefixes(client, bucket, prefix, stats):
-        kwargs: dict[str, Any] = {"Bucket": bucket, "Prefix": part}
-        if part in cursor:
-            kwargs["StartAfter"] = cursor[part]
-        for page in _list(client, stats, **kwargs):
+    layout: RawLayout,
+    start_after: Mapping[int, str | None] | None = None,
+) -> Listing:
+    """The raw objects of every partition of the topic, each partition listed after its
+    ``start_after`` key (from its beginning when absent or None)."""
+    start_after = start_after or {}
+    out = Listing()
+    for page in _pages(client, out, Bucket=bucket, Prefix=layout.topic_prefix, Delimiter="/"):
+        out.ignored += [o["Key"] for o in page.get("Contents", [])]
+        for sub in page.get("CommonPrefixes", []):
+            m = PARTITION_DIR.search(sub["Prefix"])
+            if m and sub["Prefix"] == layout.partition_prefix(int(m.group(1))):
+                out.partitions.append(int(m.group(1)))
+            else:
+                out.ignored.append(sub["Prefix"])
+    out.partitions.sort()
+    for partition in out.partitions:
+        kwargs: dict[str, Any] = {"Bucket": bucket, "Prefix": layout.partition_prefix(partition)}
+        if start_after.get(partition):
+            kwargs["StartAfter"] = start_after[partition]
+        for page in _pages(client, out, **kwargs):
             for obj in page.get("Contents", []):
-                if KEY_PATTERN.search(obj["Key"]):
-                    found.append(RawObject(obj["Key"], int(obj["Size"])))
-        mine = [o for o in found if o.key.startswith(part)]
-        if mine:
-            new_cursor[part] = max(o.key for o in mine)
-    return found, new_cursor
+                parsed = layout.parse(obj["Key"])
+                if parsed is None or parsed[0] != partition:
+                    out.ignored.append(obj["Key"])
+                    continue
+                out.objects.append(
+                    RawObject(
+                        obj["Key"],
+                        int(obj["Size"]),
+                        partition=partition,
+                        start_offset=parsed[1],
+                        etag=str(obj.get("ETag", "")).strip('"'),
+                    )
+                )
+    return out

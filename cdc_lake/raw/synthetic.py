@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from cdc_lake.lake.hudi import HudiTableConfig
 from cdc_lake.lake.ingest import RawSource
 
-TOPIC = "t.datalake.cdc_events"
+# The default pipeline's topic name, under a prefix of its own.
+TOPIC = "cdc.datalake.cdc_events"
 
 
 def event(
@@ -57,7 +59,7 @@ class SyntheticLake:
 
     @property
     def source(self) -> RawSource:
-        return RawSource(self.raw_bucket, self.raw_prefix)
+        return RawSource(self.raw_bucket, self.raw_prefix, TOPIC)
 
     def table(self, **overrides: Any) -> HudiTableConfig:
         return HudiTableConfig(
@@ -69,16 +71,33 @@ class SyntheticLake:
         return f"s3a://{self.lake_bucket}/synthetic/{self.name}/quarantine"
 
     def key(self, partition: int, offset: int) -> str:
-        return (
-            f"{self.raw_prefix}{TOPIC}/partition={partition}/"
-            f"{TOPIC}+{partition}+{offset:020d}.jsonl"
-        )
+        return self.source.layout.key(partition, offset)
 
-    def put(self, lines: list[dict[str, Any] | str], partition: int = 0) -> str:
-        """One raw object holding these events (a str is written as the line, verbatim)."""
-        offset = self.next_offset.get(partition, 0)
-        self.next_offset[partition] = offset + len(lines)
+    def put(
+        self,
+        lines: Sequence[dict[str, Any] | str],
+        partition: int = 0,
+        start: int | None = None,
+        kafka_fields: bool = True,
+    ) -> str:
+        """One raw object holding these events, as the sink writes it: at the partition's next
+        offset, or at ``start`` (to re-cut or overwrite an object). Events get their Kafka
+        coordinates unless ``kafka_fields`` is off (lines written before the sink added them);
+        a str is written as the line, verbatim."""
+        offset = self.next_offset.get(partition, 0) if start is None else start
+        self.next_offset[partition] = max(self.next_offset.get(partition, 0), offset + len(lines))
         key = self.key(partition, offset)
-        body = "".join((x if isinstance(x, str) else json.dumps(x)) + "\n" for x in lines)
-        self.client.put_object(Bucket=self.raw_bucket, Key=key, Body=body.encode())
+        out = []
+        for i, x in enumerate(lines):
+            if not isinstance(x, str):
+                if kafka_fields:
+                    x = {
+                        **x,
+                        "__kafka_topic": TOPIC,
+                        "__kafka_partition": partition,
+                        "__kafka_offset": offset + i,
+                    }
+                x = json.dumps(x)
+            out.append(x + "\n")
+        self.client.put_object(Bucket=self.raw_bucket, Key=key, Body="".join(out).encode())
         return key

@@ -9,12 +9,12 @@ from typing import Any
 
 import dagster as dg
 
-from cdc_lake.raw.objects import list_new_objects
+from cdc_lake.raw.objects import RawLayout, list_objects
 
 
-def raw_events(s3_client: Any, bucket: str, prefix: str) -> list[dict[str, Any]]:
-    """Every event in the raw files, in key order (offset order within a partition)."""
-    objects, _ = list_new_objects(s3_client, bucket, prefix, {})
+def raw_events(s3_client: Any, bucket: str, prefix: str, topic: str) -> list[dict[str, Any]]:
+    """Every event in the topic's raw files, in key order (offset order within a partition)."""
+    objects = list_objects(s3_client, bucket, RawLayout(prefix, topic)).objects
     events: list[dict[str, Any]] = []
     for obj in sorted(objects):
         body = s3_client.get_object(Bucket=bucket, Key=obj.key)["Body"].read().decode()

@@ -22,7 +22,7 @@ EPOCH = dt.date(1970, 1, 1)
 def _raw(stack: LocalStack, resources):
     cdc = resources["cdc"]
     client = stack.service("s3").client()  # type: ignore[attr-defined]
-    return lambda: raw_events(client, cdc.raw_bucket, cdc.raw_prefix)
+    return lambda: raw_events(client, cdc.raw_bucket, cdc.raw_prefix, cdc.topic)
 
 
 def test_default_sample_829_rows_messages_and_events(local_stack: LocalStack, ingested, resources):

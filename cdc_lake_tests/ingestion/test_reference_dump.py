@@ -54,7 +54,7 @@ def test_original_dump_yields_829_events(local_stack: LocalStack, secret_env):
     assert metadata(result, TOPIC_KEY)["records"] == 829
     assert metadata(result, RAW_KEY)["records_flushed"] == 829
     client = local_stack.service("s3").client()  # type: ignore[attr-defined]
-    events = raw_events(client, s.raw_bucket, "ref-events/")
+    events = raw_events(client, s.raw_bucket, "ref-events/", resources["cdc"].topic)
     assert len(events) == 829
     assert {e["__db"] for e in events} == {"northwind_ref"}
     assert 11077 in {e["order_id"] for e in events} and 11075 not in {e["order_id"] for e in events}

@@ -8,7 +8,7 @@ import datetime as dt
 import pytest
 from pyspark.sql import SparkSession
 
-from cdc_lake.lake.hudi import completed_commits, latest_checkpoint
+from cdc_lake.lake.hudi import completed_commits
 from cdc_lake.lake.ingest import (
     MalformedRawFileError,
     ingest_new_files,
@@ -100,21 +100,6 @@ def test_no_new_files_commits_nothing_and_replay_changes_nothing(spark, lake: Sy
     again = _ingest(spark, lake)
     assert again.committed is not None
     assert _rows(spark, path) == before
-
-
-def test_checkpoint_is_in_the_commit_and_resumes_per_partition(spark, lake: SyntheticLake):
-    k0 = lake.put([event(1, 100, 1)], partition=0)
-    k1 = lake.put([event(2, 100, 2)], partition=1)
-    _ingest(spark, lake)
-    cp = latest_checkpoint(spark, lake.table().base_path)
-    assert sorted(cp.values()) == sorted([k0, k1])
-    k1b = lake.put([event(3, 100, 3)], partition=1)
-    result = _ingest(spark, lake)
-    assert [f.key for f in result.files] == [k1b]  # only the new object was read
-    assert (
-        latest_checkpoint(spark, lake.table().base_path)[lake.key(1, 0).rsplit("/", 1)[0] + "/"]
-        == k1b
-    )
 
 
 def test_malformed_file_fails_naming_key_and_line_and_commits_nothing(spark, lake: SyntheticLake):

@@ -1,37 +1,56 @@
-"""Incremental listing of raw objects on the real S3 server: new objects only, few LISTs."""
+"""The raw layout and incremental listing, on the real S3 server: which keys count, few LISTs."""
 
 from __future__ import annotations
 
-from cdc_lake.raw.objects import ListingStats, list_new_objects
+from cdc_lake.raw.objects import RawLayout, list_objects
 from cdc_lake.stack import LocalStack
 
-
-def _key(prefix: str, partition: int, offset: int) -> str:
-    topic = "t.datalake.cdc_events"
-    return f"{prefix}{topic}/partition={partition}/{topic}+{partition}+{offset:020d}.jsonl"
+LAYOUT = RawLayout("listing-test/", "t.datalake.cdc_events")
 
 
-def test_listing_resumes_after_the_cursor(local_stack: LocalStack):
+def test_layout_parses_only_its_own_topics_keys():
+    key = LAYOUT.key(3, 1200)
+    assert key == (
+        "listing-test/t.datalake.cdc_events/partition=3/"
+        "t.datalake.cdc_events+3+00000000000000001200.jsonl"
+    )
+    assert LAYOUT.parse(key) == (3, 1200)
+    folder = "listing-test/t.datalake.cdc_events/partition=0/"
+    for stray in [
+        folder + "zzz+0+00000000000000000001.jsonl",  # another topic's name
+        folder + "t.datalake.cdc_events+1+00000000000000000001.jsonl",  # another partition
+        folder + "t.datalake.cdc_events+0+1.jsonl",  # not 20 digits
+        folder + "t.datalake.cdc_events+0+00000000000000000001.json",
+        folder + "sub/t.datalake.cdc_events+0+00000000000000000001.jsonl",
+        "listing-test/t.datalake.cdc_events/partition=x/t.datalake.cdc_events+0+"
+        "00000000000000000001.jsonl",
+        "listing-test/other.topic/partition=0/other.topic+0+00000000000000000001.jsonl",
+    ]:
+        assert LAYOUT.parse(stray) is None, stray
+
+
+def test_listing_resumes_after_a_key_and_reports_strays(local_stack: LocalStack):
     client = local_stack.service("s3").client()  # type: ignore[attr-defined]
-    bucket, prefix = local_stack.settings.raw_bucket, "listing-test/"
+    bucket = local_stack.settings.raw_bucket
     for p in (0, 1):
         for offset in (0, 1000, 2000):
-            client.put_object(Bucket=bucket, Key=_key(prefix, p, offset), Body=b"{}\n")
-    stats = ListingStats()
-    first, cursor = list_new_objects(client, bucket, prefix, {}, stats)
-    assert len(first) == 6
-    assert cursor == {
-        f"{prefix}t.datalake.cdc_events/partition=0/": _key(prefix, 0, 2000),
-        f"{prefix}t.datalake.cdc_events/partition=1/": _key(prefix, 1, 2000),
-    }
-    # Two delimiter listings find the partitions, then one LIST per partition.
-    assert stats.list_requests == 2 + 2
+            client.put_object(Bucket=bucket, Key=LAYOUT.key(p, offset), Body=b"{}\n")
+    stray = LAYOUT.partition_prefix(0) + "zzz+0+00000000000000000001.jsonl"
+    client.put_object(Bucket=bucket, Key=stray, Body=b"{}\n")
+    client.put_object(Bucket=bucket, Key=LAYOUT.topic_prefix + "README", Body=b"x")
 
-    again, same = list_new_objects(client, bucket, prefix, cursor)
-    assert again == [] and same == cursor
+    first = list_objects(client, bucket, LAYOUT)
+    assert [o.key for o in first.objects] == [LAYOUT.key(p, o) for p in (0, 1)
+                                              for o in (0, 1000, 2000)]  # fmt: skip
+    assert first.partitions == [0, 1]
+    assert sorted(first.ignored) == sorted([stray, LAYOUT.topic_prefix + "README"])
+    assert first.objects[1].start_offset == 1000 and first.objects[4].partition == 1
+    assert all(o.etag for o in first.objects)
+    # One delimiter listing finds the partitions, then one LIST per partition.
+    assert first.list_requests == 1 + 2
 
-    client.put_object(Bucket=bucket, Key=_key(prefix, 1, 3000), Body=b"{}\n")
-    new, advanced = list_new_objects(client, bucket, prefix, cursor)
-    assert [o.key for o in new] == [_key(prefix, 1, 3000)]
-    assert new[0].start_offset == 3000
-    assert advanced[f"{prefix}t.datalake.cdc_events/partition=1/"] == _key(prefix, 1, 3000)
+    after = {0: LAYOUT.key(0, 999), 1: LAYOUT.key(1, 2000)}
+    again = list_objects(client, bucket, LAYOUT, after)
+    assert [o.key for o in again.objects] == [LAYOUT.key(0, 1000), LAYOUT.key(0, 2000)]
+    assert again.ignored == [LAYOUT.topic_prefix + "README", stray]
+    assert again.list_requests == 3

@@ -1,16 +1,18 @@
 """A sensor on new raw CDC objects that requests a refresh of the Hudi table and order items.
 
-Each tick lists only what is new: for every topic partition it resumes the S3 listing after the
-last key it has seen (``StartAfter``). The cursor holds those keys, so a tick costs two
-delimiter listings plus one listing per partition, whatever the number of objects already under
-the prefix (``dagster_aws``'s helpers list the whole prefix each time; this does not).
+What counts as new is decided the way the refresh itself decides it: from the lake's own
+checkpoint (the last Kafka offset per partition, as the newest Hudi materialization reports it),
+each partition listed from the object that held it (``StartAfter``). So the first tick of a
+sensor just turned on starts where the lake is, a tick never requests objects the lake already
+holds, and a raw object re-cut under the same key (a sink restart) is noticed by its ETag. A
+tick costs one delimiter listing plus one listing per partition, whatever the number of objects
+already under the prefix (``dagster_aws``'s helpers list the whole prefix each time).
 
-All new objects of one tick become one run. Its ``run_key`` is the newest object key in the
-batch; keys only grow, so an object is never requested twice. An idle tick returns a
-``SkipReason``. So does a tick while a lake refresh is still queued or running: Hudi takes one
-writer at a time, so the tick waits and leaves the cursor where it is. The next run picks up
-those objects with the rest. The run ingests from the Hudi table's own checkpoint, so a run
-that is skipped or fails loses nothing: the next run picks those files up.
+All pending objects of one tick become one run. Its ``run_key`` is derived from them (the
+newest key and its ETag), so the same pending work is never requested twice; the cursor keeps
+the last key requested. An idle tick returns a ``SkipReason``. So does a tick while a lake
+refresh is still queued or running: Hudi takes one writer at a time, so the tick waits. The run
+ingests from the Hudi table's own checkpoint, so a run that is skipped or fails loses nothing.
 
 Default state: **stopped**. Turn it on in the Dagster UI (Automation), or start it with
 ``dagster sensor start raw_cdc_files_sensor``.
@@ -24,7 +26,8 @@ from dagster_aws.s3 import S3Resource
 
 from cdc_lake.defs.lake.assets import HUDI_KEY
 from cdc_lake.defs.marts.assets import ORDER_ITEMS_KEY
-from cdc_lake.raw.objects import ListingStats, list_new_objects
+from cdc_lake.lake.checkpoint import pending
+from cdc_lake.raw.objects import RawLayout
 from cdc_lake.resources import CdcPipelineResource
 
 lake_refresh_job = dg.define_asset_job(
@@ -69,23 +72,36 @@ def raw_cdc_files_sensor(
             f"lake refresh run {in_flight[0].dagster_run.run_id} is still in flight; "
             "new objects wait for the next tick"
         )
-    cursor: dict[str, str] = json.loads(context.cursor) if context.cursor else {}
-    stats = ListingStats()
-    new, advanced = list_new_objects(s3.get_client(), cdc.raw_bucket, cdc.raw_prefix, cursor, stats)
-    if not new:
+    event = context.instance.get_latest_materialization_event(HUDI_KEY)
+    mat = event.asset_materialization if event else None
+    lake_checkpoint = mat.metadata.get("checkpoint") if mat else None
+    plan = pending(
+        s3.get_client(),
+        cdc.raw_bucket,
+        RawLayout(cdc.raw_prefix, cdc.topic),
+        lake_checkpoint.value if lake_checkpoint else None,  # type: ignore[arg-type]
+    )
+    if not plan.objects:
         return dg.SkipReason(
-            f"no new objects under s3://{cdc.raw_bucket}/{cdc.raw_prefix} "
-            f"({len(cursor)} partitions watched, {stats.list_requests} LIST requests)"
+            f"no raw objects past the lake's checkpoint under s3://{cdc.raw_bucket}/"
+            f"{cdc.raw_prefix}{cdc.topic}/ ({plan.list_requests} LIST requests"
+            + (f"; {len(plan.ignored)} keys ignored as not raw objects" if plan.ignored else "")
+            + ")"
         )
-    newest = max(o.key for o in new)
+    newest = max(plan.objects)
+    run_key = f"{newest.key}@{newest.etag}"
+    previous = json.loads(context.cursor) if context.cursor else {}
+    if previous.get("run_key") == run_key:
+        return dg.SkipReason(
+            f"{len(plan.objects)} raw objects up to {newest.key} were requested already; "
+            "waiting for the lake to commit them"
+        )
     return dg.SensorResult(
         run_requests=[
             dg.RunRequest(
-                run_key=newest,
-                tags={
-                    "cdc_lake/new_objects": str(len(new)),
-                },
+                run_key=run_key,
+                tags={"cdc_lake/new_objects": str(len(plan.objects))},
             )
         ],
-        cursor=json.dumps(advanced, sort_keys=True),
+        cursor=json.dumps({"run_key": run_key}, sort_keys=True),
     )
