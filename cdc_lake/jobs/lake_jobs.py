@@ -8,8 +8,9 @@ unchanged through Pipes extras and messages.
 - ``upsert``: ingests the raw files after the checkpoint into the Hudi table (see
   ``cdc_lake/lake/ingest.py`` for ordering, deletes, idempotency and bad input). It then reads the
   table back and evaluates the Spark-side CDC checks (``order_id_unique``,
-  ``no_deleted_orders``), and a digest of the live keys that the ``matches_source`` check compares
-  with the outbox without a second Spark job.
+  ``no_deleted_orders``), and the digest of the live rows (keys and content, see
+  ``cdc_lake/lake/digest.py``) that the ``matches_source`` check compares with the outbox without
+  a second Spark job.
 - ``order_items``: rebuilds the flattened order items from the current snapshot (Parquet,
   overwrite) and evaluates its checks (``revenue_non_negative``, ``orders_exist_in_lake``).
 
@@ -24,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import functions as F
 
+from cdc_lake.lake.digest import ROW_HASH, empty_digest, spark_digest, spark_row_hash
 from cdc_lake.lake.hudi import HudiTableConfig, table_exists
 from cdc_lake.lake.ingest import RawSource, ingest_new_files, read_table
 from cdc_lake.lake.transforms import flatten_order_items
@@ -31,7 +33,6 @@ from cdc_lake.lake.transforms import flatten_order_items
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-DIGEST_BUCKETS = 64
 CHART_CUSTOMERS = 200  # the chart's scatter: enough customers to see the shape
 
 
@@ -48,24 +49,6 @@ class JobReport:
         self.checks.append(
             {"check_name": name, "passed": passed, "severity": "ERROR", "metadata": metadata}
         )
-
-
-def key_digest(live: DataFrame) -> dict[str, Any]:
-    """Count, sum and sum of squares of the live order_ids per bucket (order_id mod 64).
-
-    Two key sets with equal digests are equal but for contrived collisions; a missing or extra
-    key always changes its bucket's count. Postgres computes the same digest in one query."""
-    oid = F.col("order_id").cast("decimal(38,0)")
-    rows = (
-        live.groupBy(F.pmod(F.col("order_id"), F.lit(DIGEST_BUCKETS)).alias("bucket"))
-        .agg(F.count("*").alias("n"), F.sum(oid).alias("s"), F.sum(oid * oid).alias("q"))
-        .collect()
-    )
-    return {
-        "buckets": DIGEST_BUCKETS,
-        "rows": sum(int(r["n"]) for r in rows),
-        "digest": {str(r["bucket"]): [int(r["n"]), int(r["s"]), int(r["q"])] for r in rows},
-    }
 
 
 def live_rows(table: DataFrame) -> DataFrame:
@@ -102,14 +85,18 @@ def run_upsert(spark: SparkSession, s3_client: Any, params: dict[str, Any]) -> J
     }
     if not table_exists(spark, table.base_path):
         report.metadata["dagster/row_count"] = meta(0, "int")
-        report.metadata["live_key_digest"] = meta({"buckets": DIGEST_BUCKETS, "rows": 0,
-                                                   "digest": {}}, "json")  # fmt: skip
+        report.metadata["live_key_digest"] = meta(empty_digest(), "json")
         reason = meta("table does not exist yet: no raw files ingested", "text")
         report.check("order_id_unique", False, reason=reason)
         report.check("no_deleted_orders", False, reason=reason)
         return report
 
-    snapshot = read_table(spark, table.base_path).select("order_id", "is_deleted").cache()
+    # One read serves the checks and the digest; the cache keeps each row's hash, not its JSON.
+    snapshot = (
+        read_table(spark, table.base_path)
+        .select("order_id", "is_deleted", spark_row_hash().alias(ROW_HASH))
+        .cache()
+    )
     try:
         report.metadata["dagster/row_count"] = meta(snapshot.count(), "int")
         dupes = snapshot.groupBy("order_id").count().where("count > 1")
@@ -125,7 +112,7 @@ def run_upsert(spark: SparkSession, s3_client: Any, params: dict[str, Any]) -> J
         else:
             report.check("no_deleted_orders", flagged == 0, deleted_rows_left=meta(flagged, "int"),
                          delete_mode=meta("hard", "text"))  # fmt: skip
-        report.metadata["live_key_digest"] = meta(key_digest(live_rows(snapshot)), "json")
+        report.metadata["live_key_digest"] = meta(spark_digest(live_rows(snapshot)), "json")
     finally:
         snapshot.unpersist()
     return report

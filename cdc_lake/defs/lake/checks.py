@@ -4,12 +4,14 @@
 asset's check specs). Here:
 
 - ``no_quarantined_lines``: the quarantine prefix is empty (only fills with quarantine on).
-- ``matches_source`` (blocking): after catch-up, the live order_ids equal the outbox's. The
-  upsert job reports a digest of the live keys (count, sum and sum of squares per bucket of
-  order_id mod 64); the same digest is computed in PostgreSQL, so the comparison costs one query
-  and no Spark job, on local Spark and on EMR alike. While raw files or topic records are still
-  pending, the lake cannot match yet: the check then fails with WARN severity and says what is
-  pending. A mismatch with nothing pending is an ERROR.
+- ``matches_source`` (blocking): after catch-up, the live rows equal the outbox's, keys and
+  content. The upsert job reports a digest of the live rows (per bucket of order_id mod 64: the
+  count, key sums and the sum of a hash of each row's content; see ``cdc_lake/lake/digest.py``);
+  the same digest is computed in PostgreSQL, so the comparison costs one query and no Spark
+  job, on local Spark and on EMR alike. Differing buckets are reported as key differences (rows
+  missing or extra) or content differences (stale rows). While raw files or topic records are
+  still pending, the lake cannot match yet: the check then fails with WARN severity and says
+  what is pending. A mismatch with nothing pending is an ERROR.
 """
 
 from typing import Any
@@ -18,16 +20,10 @@ import dagster as dg
 from dagster_aws.s3 import S3Resource
 
 from cdc_lake.defs.lake.assets import HUDI_KEY
-from cdc_lake.jobs.lake_jobs import DIGEST_BUCKETS
+from cdc_lake.lake.digest import VERSION, compare_digests, source_digest
 from cdc_lake.raw.objects import list_new_objects
 from cdc_lake.resources import CdcPipelineResource, KafkaResource, LakeResource, PostgresResource
 from cdc_lake.streaming.topics import committed_offsets, end_offsets
-
-SOURCE_DIGEST_SQL = """
-SELECT mod(order_id, %(buckets)s)::text, count(*), sum(order_id::numeric),
-       sum(order_id::numeric * order_id::numeric)
-FROM datalake.cdc_events GROUP BY 1
-"""
 
 
 @dg.asset_check(asset=HUDI_KEY, description="no raw line was quarantined as malformed")
@@ -55,7 +51,7 @@ def _latest_lake_metadata(context: dg.AssetCheckExecutionContext) -> dict[str, A
 @dg.asset_check(
     asset=HUDI_KEY,
     blocking=True,
-    description="after catch-up, the table's order_ids equal the PostgreSQL outbox's",
+    description="after catch-up, the table's live rows equal the PostgreSQL outbox's",
 )
 def matches_source(
     context: dg.AssetCheckExecutionContext,
@@ -65,34 +61,32 @@ def matches_source(
     cdc: CdcPipelineResource,
 ) -> dg.AssetCheckResult:
     lake_meta = _latest_lake_metadata(context)
-    if lake_meta is None or "live_key_digest" not in lake_meta:
+    lake_digest = (lake_meta or {}).get("live_key_digest")
+    if lake_meta is None or lake_digest is None:
         return dg.AssetCheckResult(
             passed=False, description="the Hudi table has not been materialized yet"
         )
-    lake_digest = lake_meta["live_key_digest"]
+    if lake_digest.get("version") != VERSION:
+        return dg.AssetCheckResult(
+            passed=False,
+            description="the Hudi table's digest predates content hashing: materialize it again",
+        )
     conn = postgres.connect()
     try:
-        with conn.cursor() as cur:
-            cur.execute(SOURCE_DIGEST_SQL, {"buckets": DIGEST_BUCKETS})
-            source = {b: [int(n), int(s), int(q)] for b, n, s, q in cur.fetchall()}
+        source = source_digest(conn, lake_digest["buckets"])
     finally:
         conn.close()
-    lake = lake_digest["digest"]
-    differing = sorted(
-        (b for b in set(source) | set(lake) if source.get(b) != lake.get(b)), key=int
-    )
-    meta = {
+    diff = compare_digests(source, lake_digest)
+    differing = sorted(diff.details)
+    meta: dict[str, Any] = {
         "lake_rows": lake_digest["rows"],
-        "source_rows": sum(v[0] for v in source.values()),
+        "source_rows": source["rows"],
         "differing_buckets": len(differing),
-        "sample_buckets": dg.MetadataValue.json(
-            {
-                b: {"source_keys": source.get(b, [0])[0], "lake_keys": lake.get(b, [0])[0]}
-                for b in differing[:10]
-            }
-        ),
+        "key_differences": dg.MetadataValue.int(len(diff.key_buckets)),
+        "content_differences": dg.MetadataValue.int(len(diff.content_buckets)),
+        "sample_buckets": dg.MetadataValue.json({str(b): diff.details[b] for b in differing[:10]}),
     }
-    if not differing:
+    if diff.equal:
         return dg.AssetCheckResult(passed=True, metadata=meta)
     # Not equal: is the lake merely behind?
     checkpoint = lake_meta.get("checkpoint") or {}

@@ -1,0 +1,243 @@
+"""The digest of the live rows that ``matches_source`` compares: the lake's against the outbox's.
+
+The one home of both sides. Spark computes it over a snapshot of the Hudi table
+(``spark_digest``), PostgreSQL over ``datalake.cdc_events`` (``SOURCE_DIGEST_SQL``,
+``source_digest``); both build the same canonical text per row from one column list, so equal
+rows give bit-identical digests.
+
+What it holds
+    Rows are grouped in buckets by ``order_id`` mod ``BUCKETS`` (non-negative remainder). Per
+    bucket: the row count, the sum and the sum of squares of the order_ids (the key part), and
+    the sum of a 60-bit row hash (the content part). Sums are exact integers (numeric in
+    PostgreSQL, decimal(38,0) in Spark), so there is no rounding and no overflow.
+
+What equal digests prove
+    That the live rows are equal: the same order_ids and, for each, the same customer_id, dates,
+    JSON columns and updated_at. A missing or extra key changes its bucket's count or key sums
+    (reported as a key difference). A stale row under the right key changes only its bucket's
+    content sum (a content difference). The row hash covers order_id too, so content moved from
+    one key to another is also caught.
+
+Row hash
+    The first 60 bits (15 hex digits) of the md5 of the UTF-8 bytes of the row's canonical text:
+    its fields in ``COLUMNS`` order, each written as ``~`` when null, else as
+    ``<length in characters>:<text>``. The length prefix makes the text unambiguous whatever the
+    fields contain. Per column, the text is:
+
+    - ``order_id``, decimal;
+    - ``customer_id``, trimmed of spaces (bpchar in PostgreSQL, trimmed on ingestion);
+    - ``order_date``, ``required_date``, ``shipped_date``, days since 1970-01-01, decimal;
+    - ``order_items``, ``products``, ``customer``, ``employee``, ``shipper``, ``shipment``, the
+      JSON text as stored: PostgreSQL's jsonb output (``col::text``), which is what Debezium
+      sends and the lake keeps byte for byte;
+    - ``updated_at``, microseconds since the epoch (UTC), decimal.
+
+    PostgreSQL hashes ``convert_to(text, 'UTF8')``, so its database encoding does not matter;
+    its ``extract(epoch ...)`` is numeric (14+), so microseconds are exact.
+
+Collisions
+    Two different sets of rows have equal digests only if, in some bucket, their row hashes sum
+    to the same value with the same count and key sums: about 2^-60 for an accidental change,
+    and not something a lost or stale event produces. A key-set difference that keeps count, sum
+    and sum of squares (at least two keys swapped for others in one bucket) is still caught by
+    the content sum, but reported as a content difference.
+
+Cost
+    One aggregation over the live rows: an md5 per row over its content columns. The upsert job
+    computes the row hashes in the same read and cache of the snapshot that serves its other
+    checks (the cache holds the hash, not the JSON columns); PostgreSQL runs one query, a full
+    scan of the outbox. Both grow with the table, not with the change. Issue 11 may later
+    maintain the digest incrementally (add the new rows' hashes, subtract the replaced ones').
+
+The digest travels as JSON (Pipes metadata, ``live_key_digest``: the name of the former key-only
+digest): ``{"version", "buckets", "rows", "digest": {bucket: [count, key_sum, key_square_sum,
+content_sum]}}``, bucket as a decimal string.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame
+
+BUCKETS = 64
+# Bump when the canonical text changes: digests of two versions do not compare.
+VERSION = 2
+HASH_HEX_DIGITS = 15  # 60 bits: a non-negative bigint in both engines
+NULL_FIELD = "~"
+
+# (column, kind): the fields of the canonical text, in order.
+COLUMNS: tuple[tuple[str, str], ...] = (
+    ("order_id", "int"),
+    ("customer_id", "trimmed"),
+    ("order_date", "date"),
+    ("required_date", "date"),
+    ("shipped_date", "date"),
+    ("order_items", "json"),
+    ("products", "json"),
+    ("customer", "json"),
+    ("employee", "json"),
+    ("shipper", "json"),
+    ("shipment", "json"),
+    ("updated_at", "timestamp"),
+)
+DIGEST_COLUMNS = tuple(name for name, _ in COLUMNS)
+ROW_HASH = "_row_hash"  # optional precomputed column for spark_digest
+
+
+def empty_digest(buckets: int = BUCKETS) -> dict[str, Any]:
+    return {"version": VERSION, "buckets": buckets, "rows": 0, "digest": {}}
+
+
+def _digest(buckets: int, rows: list[tuple[Any, Any, Any, Any, Any]]) -> dict[str, Any]:
+    digest = {str(b): [int(n), int(s), int(q), int(c)] for b, n, s, q, c in rows}
+    return {
+        "version": VERSION,
+        "buckets": buckets,
+        "rows": sum(v[0] for v in digest.values()),
+        "digest": digest,
+    }
+
+
+# Spark
+
+
+def _spark_text(name: str, kind: str) -> Column:
+    from pyspark.sql import functions as F
+
+    col = F.col(name)
+    if kind == "trimmed":
+        return F.trim(col)
+    if kind == "date":
+        return F.unix_date(col).cast("string")
+    if kind == "timestamp":
+        return F.unix_micros(col).cast("string")
+    return col.cast("string")
+
+
+def _spark_field(text: Column) -> Column:
+    from pyspark.sql import functions as F
+
+    # concat is null if any part is: a null field becomes NULL_FIELD.
+    return F.coalesce(F.concat(F.length(text).cast("string"), F.lit(":"), text), F.lit(NULL_FIELD))
+
+
+def spark_row_hash() -> Column:
+    """The 60-bit row hash as decimal(38,0), over the ``DIGEST_COLUMNS`` of lake rows."""
+    from pyspark.sql import functions as F
+
+    text = F.concat(*[_spark_field(_spark_text(name, kind)) for name, kind in COLUMNS])
+    prefix = F.substring(F.md5(text), 1, HASH_HEX_DIGITS)
+    return F.conv(prefix, 16, 10).cast("decimal(38,0)")
+
+
+def spark_digest(live: DataFrame, buckets: int = BUCKETS) -> dict[str, Any]:
+    """The digest of a DataFrame of live lake rows (deleted rows already filtered out): with
+    ``order_id`` and either the ``DIGEST_COLUMNS`` or their hash as ``ROW_HASH``."""
+    from pyspark.sql import functions as F
+
+    oid = F.col("order_id").cast("decimal(38,0)")
+    row_hash = F.col(ROW_HASH) if ROW_HASH in live.columns else spark_row_hash()
+    rows = (
+        live.groupBy(F.pmod(F.col("order_id"), F.lit(buckets)).alias("bucket"))
+        .agg(
+            F.count("*").alias("n"),
+            F.sum(oid).alias("s"),
+            F.sum(oid * oid).alias("q"),
+            F.sum(row_hash).alias("c"),
+        )
+        .collect()
+    )
+    return _digest(buckets, [(r["bucket"], r["n"], r["s"], r["q"], r["c"]) for r in rows])
+
+
+# PostgreSQL
+
+
+def _sql_text(name: str, kind: str) -> str:
+    if kind == "trimmed":
+        return f"btrim({name}::text)"
+    if kind == "date":
+        return f"({name} - DATE '1970-01-01')::text"
+    if kind == "timestamp":
+        # extract returns numeric (PostgreSQL 14+): exact to the microsecond.
+        return f"(extract(epoch FROM {name}) * 1000000)::bigint::text"
+    return f"{name}::text"
+
+
+def _sql_field(text: str) -> str:
+    return f"coalesce(length({text}) || ':' || {text}, '{NULL_FIELD}')"
+
+
+def source_digest_sql(table: str = "datalake.cdc_events") -> str:
+    """The digest query over ``table`` (columns as in the outbox); parameter ``buckets``."""
+    text = "\n        || ".join(_sql_field(_sql_text(name, kind)) for name, kind in COLUMNS)
+    return f"""
+SELECT mod(mod(order_id, %(buckets)s) + %(buckets)s, %(buckets)s) AS bucket, count(*),
+       sum(order_id::numeric), sum(order_id::numeric * order_id::numeric), sum(h::numeric)
+FROM (
+    SELECT order_id, ('x' || substr(md5(convert_to(
+           {text},
+        'UTF8')), 1, {HASH_HEX_DIGITS}))::bit({HASH_HEX_DIGITS * 4})::bigint AS h
+    FROM {table}
+) AS hashed
+GROUP BY 1
+"""
+
+
+SOURCE_DIGEST_SQL = source_digest_sql()
+
+
+def source_digest(
+    conn: Any, buckets: int = BUCKETS, table: str = "datalake.cdc_events"
+) -> dict[str, Any]:
+    """Run the digest query on a psycopg2 connection. Every row of the outbox is live."""
+    sql = SOURCE_DIGEST_SQL if table == "datalake.cdc_events" else source_digest_sql(table)
+    with conn.cursor() as cur:
+        cur.execute(sql, {"buckets": buckets})
+        return _digest(buckets, cur.fetchall())
+
+
+# Comparison
+
+
+@dataclass(frozen=True)
+class DigestDiff:
+    """Buckets whose digests differ. ``key_buckets``: count or key sums differ (keys missing or
+    extra); ``content_buckets``: same key part, different content (stale rows)."""
+
+    key_buckets: tuple[int, ...]
+    content_buckets: tuple[int, ...]
+    # Per differing bucket: {"kind": "keys" | "content", "source_rows", "lake_rows"}.
+    details: dict[int, dict[str, Any]]
+
+    @property
+    def equal(self) -> bool:
+        return not self.key_buckets and not self.content_buckets
+
+
+def compare_digests(source: dict[str, Any], lake: dict[str, Any]) -> DigestDiff:
+    """Which buckets differ between two digests, and how. Raises ValueError if the digests were
+    computed differently (version or number of buckets) and cannot be compared."""
+    for field in ("version", "buckets"):
+        if source.get(field) != lake.get(field):
+            raise ValueError(
+                f"digests are not comparable: {field} {source.get(field)!r} (source) vs "
+                f"{lake.get(field)!r} (lake)"
+            )
+    src, lk = source["digest"], lake["digest"]
+    empty = [0, 0, 0, 0]
+    keys: list[int] = []
+    content: list[int] = []
+    details: dict[int, dict[str, Any]] = {}
+    for bucket in sorted(set(src) | set(lk), key=int):
+        a = [int(v) for v in src.get(bucket, empty)]
+        b = [int(v) for v in lk.get(bucket, empty)]
+        if a == b:
+            continue
+        kind = "keys" if a[:3] != b[:3] else "content"
+        (keys if kind == "keys" else content).append(int(bucket))
+        details[int(bucket)] = {"kind": kind, "source_rows": a[0], "lake_rows": b[0]}
+    return DigestDiff(tuple(keys), tuple(content), details)

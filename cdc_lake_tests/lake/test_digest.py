@@ -1,0 +1,245 @@
+"""The lake/outbox digest: its comparison, Spark and PostgreSQL agreeing bit for bit, and
+``matches_source`` catching a stale row that keeps its key."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from datetime import UTC, date, datetime, timedelta
+
+import dagster as dg
+import pytest
+from pyspark.sql import functions as F
+from pyspark.sql.types import DateType, LongType, StringType, StructField, StructType
+
+from cdc_lake.defs.lake.assets import HUDI_KEY, cdc_events_hudi
+from cdc_lake.defs.lake.checks import matches_source
+from cdc_lake.lake.digest import (
+    BUCKETS,
+    VERSION,
+    compare_digests,
+    empty_digest,
+    source_digest,
+    spark_digest,
+)
+from cdc_lake.lake.ingest import read_table
+from cdc_lake.lake.transforms import LAKE_COLUMNS
+from cdc_lake.resources import local_resources
+from cdc_lake_tests.lake.test_pipeline import catch_up
+
+JSON_COLUMNS = ("order_items", "products", "customer", "employee", "shipper", "shipment")
+
+
+def digest(buckets: dict[str, list[int]], n: int = BUCKETS) -> dict:
+    return {
+        "version": VERSION,
+        "buckets": n,
+        "rows": sum(v[0] for v in buckets.values()),
+        "digest": buckets,
+    }
+
+
+# The comparison, pure.
+
+
+def test_equal_digests_have_no_difference():
+    d = digest({"1": [2, 66, 4226, 12345], "7": [1, 7, 49, 999]})
+    diff = compare_digests(d, json.loads(json.dumps(d)))
+    assert diff.equal and diff.key_buckets == diff.content_buckets == () and diff.details == {}
+
+
+def test_missing_and_extra_keys_are_key_differences():
+    source = digest({"1": [2, 66, 4226, 10], "2": [1, 2, 4, 20], "3": [1, 3, 9, 30]})
+    # Bucket 1 lost order 65, bucket 2 is gone, bucket 4 is extra.
+    lake = digest({"1": [1, 1, 1, 7], "3": [1, 3, 9, 30], "4": [1, 4, 16, 40]})
+    diff = compare_digests(source, lake)
+    assert not diff.equal
+    assert diff.key_buckets == (1, 2, 4) and diff.content_buckets == ()
+    assert diff.details == {
+        1: {"kind": "keys", "source_rows": 2, "lake_rows": 1},
+        2: {"kind": "keys", "source_rows": 1, "lake_rows": 0},
+        4: {"kind": "keys", "source_rows": 0, "lake_rows": 1},
+    }
+
+
+def test_same_keys_other_content_is_a_content_difference():
+    source = digest({"1": [2, 66, 4226, 10], "5": [1, 5, 25, 50], "9": [1, 9, 81, 90]})
+    lake = digest({"1": [2, 66, 4226, 11], "5": [1, 5, 25, 50], "9": [1, 9, 81, 91]})
+    diff = compare_digests(source, lake)
+    assert diff.content_buckets == (1, 9) and diff.key_buckets == ()
+    assert diff.details[9] == {"kind": "content", "source_rows": 1, "lake_rows": 1}
+
+
+def test_a_key_difference_wins_over_a_content_difference_in_one_bucket():
+    diff = compare_digests(digest({"3": [1, 3, 9, 30]}), digest({"3": [1, 67, 4489, 31]}))
+    assert diff.key_buckets == (3,) and diff.content_buckets == ()
+
+
+def test_empty_digests_are_equal_and_differ_from_a_nonempty_one():
+    assert compare_digests(empty_digest(), empty_digest()).equal
+    diff = compare_digests(digest({"0": [1, 64, 4096, 5]}), empty_digest())
+    assert diff.key_buckets == (0,)
+
+
+@pytest.mark.parametrize(
+    "other", [{"buckets": 32}, {"version": VERSION - 1}], ids=["buckets", "version"]
+)
+def test_digests_computed_differently_do_not_compare(other):
+    with pytest.raises(ValueError, match="not comparable"):
+        compare_digests(digest({}), digest({}) | other)
+
+
+# Spark and PostgreSQL, on the stack.
+
+EDGE_ROWS = [
+    # order_id, customer_id, dates, one JSON literal for all six JSON columns, updated_at
+    (1, None, None, None, None, None, "2024-01-01 00:00:00+00"),
+    (2, "  AB  ", "1969-12-31", "1970-01-01", "2999-12-31",
+     '{"name": "Müller – 東京 😀", "q": "say \\"hi\\"\\n", "n": 1.50, "a": [null, true]}',
+     "2024-02-29 23:59:59.999999+00"),
+    (3, "", "1900-02-28", None, "2000-01-01", "null", "1965-06-01 12:00:00.000001+05:30"),
+    (-5, "VINET", "2020-01-01", "2020-01-29", None, "[]", "2026-07-04 10:11:12.5-07:00"),
+    (70, "~", "1996-07-04", "1996-08-01", "1996-07-16", '""', "1996-07-04 00:00:00+00"),
+]  # fmt: skip
+SPARK_SCHEMA = StructType(
+    [
+        StructField("order_id", LongType()),
+        StructField("customer_id", StringType()),
+        *[StructField(c, DateType()) for c in ("order_date", "required_date", "shipped_date")],
+        *[StructField(c, StringType()) for c in JSON_COLUMNS],
+        StructField("updated_at_micros", LongType()),
+    ]
+)
+
+
+def test_spark_and_postgres_hash_edge_values_alike(ingested, pg, spark):
+    """Nulls, blank padding, non-ASCII and escaped JSON, dates before 1970, microseconds and
+    time zones, a negative key: each row in a bucket of its own, so equal digests mean equal
+    row hashes."""
+    with pg.cursor() as cur:
+        cur.execute("CREATE TEMP TABLE digest_edge (LIKE datalake.cdc_events)")
+        for oid, cust, d1, d2, d3, doc, ts in EDGE_ROWS:
+            cur.execute(
+                "INSERT INTO digest_edge VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                (oid, cust, d1, d2, d3, *[doc] * len(JSON_COLUMNS), ts),
+            )
+        # The JSON text as PostgreSQL prints it (what Debezium sends), the rest from Python.
+        cur.execute("SELECT order_id, order_items::text, updated_at FROM digest_edge")
+        pg_rows = {r[0]: (r[1], r[2]) for r in cur.fetchall()}
+    pg.commit()
+
+    def day(text: str | None) -> date | None:
+        return date.fromisoformat(text) if text else None
+
+    epoch = datetime(1970, 1, 1, tzinfo=UTC)
+    rows = []
+    for oid, cust, d1, d2, d3, _, _ in EDGE_ROWS:
+        json_text, updated_at = pg_rows[oid]
+        micros = (updated_at - epoch) // timedelta(microseconds=1)
+        rows.append((oid, cust, day(d1), day(d2), day(d3), *[json_text] * 6, micros))
+    lake = spark.createDataFrame(rows, SPARK_SCHEMA).select(
+        *[c for c in SPARK_SCHEMA.fieldNames() if c != "updated_at_micros"],
+        F.timestamp_micros(F.col("updated_at_micros")).alias("updated_at"),
+    )
+    lake_digest = spark_digest(lake)
+    assert len(lake_digest["digest"]) == len(EDGE_ROWS)
+    assert lake_digest["digest"]["59"][0] == 1  # -5 mod 64, non-negative in both engines
+    diff = compare_digests(source_digest(pg, table="digest_edge"), lake_digest)
+    assert diff.equal, diff.details
+
+    # Sanity of the test itself: one microsecond off is a content difference.
+    shifted = lake.withColumn(
+        "updated_at",
+        F.when(
+            F.col("order_id") == 2, F.col("updated_at") + F.expr("INTERVAL 1 MICROSECOND")
+        ).otherwise(F.col("updated_at")),
+    )
+    diff = compare_digests(source_digest(pg, table="digest_edge"), spark_digest(shifted))
+    assert diff.content_buckets == (2,) and diff.key_buckets == ()
+
+
+def _checks(result: dg.ExecuteInProcessResult) -> dict[str, dg.AssetCheckEvaluation]:
+    return {e.check_name: e for e in result.get_asset_check_evaluations()}
+
+
+def _lake_digest(result: dg.ExecuteInProcessResult) -> dict:
+    mats = [e.materialization for e in result.get_asset_materialization_events()]
+    (mat,) = [m for m in mats if m.asset_key == HUDI_KEY]
+    return mat.metadata["live_key_digest"].value  # type: ignore[return-value]
+
+
+def _copy_prefix(client, bucket: str, source: str, target: str) -> int:
+    keys = [
+        o["Key"]
+        for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=source)
+        for o in page.get("Contents", [])
+    ]
+    for key in keys:
+        client.copy_object(
+            Bucket=bucket,
+            Key=target + key[len(source) :],
+            CopySource={"Bucket": bucket, "Key": key},
+        )
+    return len(keys)
+
+
+def test_digest_matches_the_outbox_and_catches_a_stale_row(
+    ingested, resources, local_stack, secret_env, pg, spark
+):
+    catch_up(resources)
+    assert dg.materialize([cdc_events_hudi], resources=resources).success
+    # Break a copy of the shared table, so other tests never see the stale row.
+    shared = resources["lake"].table_prefix
+    own = local_resources(
+        local_stack.settings,
+        lake={"table_prefix": f"digest-test/{uuid.uuid4().hex[:8]}/cdc_events"},
+        flush_interval_ms=1500,
+    )
+    s3 = local_stack.service("s3").client()  # type: ignore[attr-defined]
+    bucket = own["lake"].lake_bucket
+    assert _copy_prefix(s3, bucket, f"{shared}/", f"{own['lake'].table_prefix}/") > 0
+
+    # The copy commits nothing new; its digest equals the outbox's.
+    result = dg.materialize([cdc_events_hudi, matches_source], resources=own)
+    assert result.success
+    check = _checks(result)["matches_source"]
+    assert check.passed, check.metadata
+    lake_digest = _lake_digest(result)
+    source = source_digest(pg)
+    assert lake_digest == source and source["rows"] > 800
+
+    # The digest relies on the lake's JSON text being PostgreSQL's jsonb text, byte for byte.
+    path = own["lake"].table_path
+    table = read_table(spark, path)
+    lake_rows = {r["order_id"]: r for r in table.collect()}
+    with pg.cursor() as cur:
+        cur.execute(f"SELECT order_id, {', '.join(f'{c}::text' for c in JSON_COLUMNS)} "
+                    "FROM datalake.cdc_events")  # fmt: skip
+        for oid, *texts in cur.fetchall():
+            assert [lake_rows[oid][c] for c in JSON_COLUMNS] == texts, oid
+
+    # Make one row stale: its shipped_date one day off, under the same key, ordered as newest.
+    victim = min(oid for oid, r in lake_rows.items() if r["shipped_date"] is not None)
+    ordering = F.format_string("%015d%020d", F.col("cdc_source_ts_ms") + 1, F.col("cdc_lsn"))
+    stale = (
+        table.where(F.col("order_id") == victim)
+        .withColumn("shipped_date", F.date_add(F.col("shipped_date"), 1))
+        .withColumn("cdc_ordering", ordering)
+        .select(*LAKE_COLUMNS, F.lit(False).alias("_hoodie_is_deleted"))
+    )
+    options = own["lake"].table_config().write_options()
+    stale.write.format("hudi").options(**options).mode("append").save(path)
+    assert read_table(spark, path).where(F.col("order_id") == victim).count() == 1
+
+    result = dg.materialize([cdc_events_hudi, matches_source], resources=own, raise_on_error=False)
+    lake_digest = _lake_digest(result)
+    diff = compare_digests(source_digest(pg), lake_digest)
+    assert diff.content_buckets == (victim % BUCKETS,) and diff.key_buckets == ()
+    assert lake_digest["rows"] == source["rows"]
+    check = _checks(result)["matches_source"]
+    assert not check.passed and check.severity == dg.AssetCheckSeverity.ERROR
+    meta = {k: v.value for k, v in check.metadata.items()}
+    assert (meta["key_differences"], meta["content_differences"]) == (0, 1)
+    bucket = str(victim % BUCKETS)
+    n = source["digest"][bucket][0]
+    assert meta["sample_buckets"] == {bucket: {"kind": "content", "source_rows": n, "lake_rows": n}}
