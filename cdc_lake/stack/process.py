@@ -58,20 +58,26 @@ def _status_kb(pid: int, field: str) -> int | None:
 
 
 def rss_mb(pid: int) -> float | None:
-    """Resident memory of a process and its children, in MiB."""
-    pids = [pid]
+    """Resident memory of a process and its children, in MiB; None once the process is gone.
+
+    Only the process's own status decides None. A live process can hold next to nothing: one
+    caught mid-exec (``Popen`` returns once the exec has closed its pipe, before the new program
+    has run a line of its code) holds only the stack page of its arguments, 4 kB: 0.0 MiB."""
+    own_kb = _status_kb(pid, "VmRSS")
+    if own_kb is None:
+        return None
+    children: list[str] = []
     # Children (postgres backends, say) come and go: one may exit between listing and reading.
     with contextlib.suppress(FileNotFoundError, ProcessLookupError):
         children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
-        pids += [int(c) for c in children]
-    total_kb = sum(_status_kb(p, "VmRSS") or 0 for p in pids)
-    return round(total_kb / 1024, 1) if total_kb else None
+    total_kb = own_kb + sum(_status_kb(int(c), "VmRSS") or 0 for c in children)
+    return round(total_kb / 1024, 1)
 
 
 def peak_rss_mb(pid: int) -> float | None:
-    """The most resident memory a process has had (VmHWM), in MiB."""
+    """The most resident memory a process has had (VmHWM), in MiB; None once it is gone."""
     kb = _status_kb(pid, "VmHWM")
-    return round(kb / 1024, 1) if kb else None
+    return round(kb / 1024, 1) if kb is not None else None
 
 
 def port_in_use(host: str, port: int) -> bool:

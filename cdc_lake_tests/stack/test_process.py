@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import subprocess
-import time
 
 from cdc_lake.stack.process import pid_alive, rss_mb
 
@@ -11,16 +10,23 @@ from cdc_lake.stack.process import pid_alive, rss_mb
 def test_rss_survives_children_exiting_while_it_reads():
     # A parent forking short-lived children, as postgres does with its backends. CI once failed
     # because a child vanished between the children listing and the read of its status.
-    parent = subprocess.Popen(["sh", "-c", "while true; do sleep 0.001 & wait; done"])
+    parent = subprocess.Popen(
+        ["sh", "-c", "echo ready; while true; do sleep 0.001 & wait; done"],
+        stdout=subprocess.PIPE,
+    )
     try:
-        deadline = time.monotonic() + 3
-        readings = []
-        while time.monotonic() < deadline:
-            readings.append(rss_mb(parent.pid))
-        assert len(readings) > 100
-        assert all(r is not None and r > 0 for r in readings)
+        # Popen returns mid-exec: until sh has run, it holds 4 kB and reads 0.0 MiB (a loaded CI
+        # machine once kept it there for the first readings). Its first line says it has run.
+        assert parent.stdout is not None
+        assert parent.stdout.readline() == b"ready\n"
+        # A fixed count, not a deadline: a loaded machine reads more slowly, never fewer times.
+        readings = [rss_mb(parent.pid) for _ in range(1000)]
+        assert all(r is not None and r > 0 for r in readings), [r for r in readings if not r][:5]
         assert pid_alive(parent.pid)
     finally:
         parent.kill()
         parent.wait()
+        if parent.stdout is not None:
+            parent.stdout.close()
     assert not pid_alive(parent.pid)
+    assert rss_mb(parent.pid) is None
