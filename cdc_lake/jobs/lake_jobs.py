@@ -61,9 +61,12 @@ def run_upsert(spark: SparkSession, s3_client: Any, params: dict[str, Any]) -> J
     result = ingest_new_files(
         spark,
         s3_client,
-        RawSource(params["raw_bucket"], params["raw_prefix"], params.get("scheme", "s3a")),
+        RawSource(
+            params["raw_bucket"], params["raw_prefix"], params["topic"], params.get("scheme", "s3a")
+        ),
         table,
         quarantine_path=quarantine_path,
+        replay_from=params.get("replay_from_offset"),
     )
     commit = result.committed
     report = JobReport()
@@ -77,6 +80,10 @@ def run_upsert(spark: SparkSession, s3_client: Any, params: dict[str, Any]) -> J
         "events_read": meta(result.events_read, "int"),
         "events_upserted": meta(result.events_upserted, "int"),
         "quarantined_lines": meta(result.quarantined, "int"),
+        "lines_already_ingested": meta(result.lines_skipped, "int"),
+        "offset_gaps": meta(result.offset_gaps, "int"),
+        "ignored_raw_keys": meta(len(result.ignored_keys), "int"),
+        "ignored_raw_keys_sample": meta(result.ignored_keys[:10], "json"),
         "table_path": meta(table.base_path, "path"),
         "table_type": meta(table.table_type, "text"),
         "checkpoint": meta(result.checkpoint, "json"),

@@ -20,8 +20,9 @@ import dagster as dg
 from dagster_aws.s3 import S3Resource
 
 from cdc_lake.defs.lake.assets import HUDI_KEY
+from cdc_lake.lake.checkpoint import Checkpoint, is_legacy, pending
 from cdc_lake.lake.digest import VERSION, compare_digests, source_digest
-from cdc_lake.raw.objects import list_new_objects
+from cdc_lake.raw.objects import RawLayout
 from cdc_lake.resources import CdcPipelineResource, KafkaResource, LakeResource, PostgresResource
 from cdc_lake.streaming.topics import committed_offsets, end_offsets
 
@@ -88,15 +89,27 @@ def matches_source(
     }
     if diff.equal:
         return dg.AssetCheckResult(passed=True, metadata=meta)
-    # Not equal: is the lake merely behind?
-    checkpoint = lake_meta.get("checkpoint") or {}
-    pending_files, _ = list_new_objects(s3.get_client(), cdc.raw_bucket, cdc.raw_prefix, checkpoint)
+    # Not equal: is the lake merely behind? Pending raw objects, records the sink has not
+    # flushed, or topic offsets past the lake's checkpoint all mean it is.
+    stored = lake_meta.get("checkpoint") or None
+    plan = pending(s3.get_client(), cdc.raw_bucket, RawLayout(cdc.raw_prefix, cdc.topic), stored)
     conf = kafka.client_conf()
     ends = end_offsets(conf, cdc.topic)
     done = committed_offsets(conf, cdc.sink_consumer_group, cdc.topic, list(ends))
     pending_records = sum(max(0, e - done.get(p, 0)) for p, e in ends.items())
-    meta |= {"pending_raw_files": len(pending_files), "pending_topic_records": pending_records}
-    behind = bool(pending_files) or pending_records > 0
+    lake_offsets = Checkpoint.from_json(stored) if stored and not is_legacy(stored) else None
+    lake_lag = (
+        sum(max(0, e - lake_offsets.offset(p) - 1) for p, e in ends.items())
+        if lake_offsets
+        else None
+    )
+    meta |= {
+        "pending_raw_files": dg.MetadataValue.int(len(plan.objects)),
+        "pending_topic_records": dg.MetadataValue.int(pending_records),
+    }
+    if lake_lag is not None:
+        meta["topic_records_past_lake_checkpoint"] = dg.MetadataValue.int(lake_lag)
+    behind = bool(plan.objects) or pending_records > 0 or bool(lake_lag)
     return dg.AssetCheckResult(
         passed=False,
         severity=dg.AssetCheckSeverity.WARN if behind else dg.AssetCheckSeverity.ERROR,
