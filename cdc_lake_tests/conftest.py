@@ -102,8 +102,9 @@ def secret_env(local_stack: LocalStack) -> Iterator[dict[str, str]]:
 def resources(local_stack: LocalStack, secret_env: dict[str, str]) -> dict:
     from cdc_lake.resources import local_resources
 
-    # Short flush interval: tests wait for raw files in seconds, not tens of seconds.
-    return local_resources(local_stack.settings, flush_interval_ms=1500)
+    # Short flush and heartbeat intervals: tests wait for raw files and slot progress in
+    # seconds, not tens of seconds.
+    return local_resources(local_stack.settings, flush_interval_ms=1500, heartbeat_interval_ms=1000)
 
 
 @pytest.fixture(scope="session")

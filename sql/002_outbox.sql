@@ -175,7 +175,8 @@ CREATE TRIGGER cdc_events_order_details
     AFTER INSERT OR UPDATE OR DELETE ON order_details
     FOR EACH ROW EXECUTE FUNCTION cdc_events_from_orders();
 
--- Publish the outbox table and nothing else (pgoutput).
+-- Publish the outbox table (pgoutput); 003_debezium.sql adds Debezium's heartbeat and signal
+-- tables, and no other table is published.
 DO $$
 BEGIN
     IF NOT EXISTS (SELECT 1 FROM pg_publication WHERE pubname = 'cdc_publication') THEN

@@ -1,10 +1,13 @@
 """Apply the source SQL and load sample data; pure functions of a psycopg2 connection.
 
 ``prepare_source`` is what the source asset runs. It is idempotent:
-  1. ``sql/*.sql`` in order: the Northwind-shaped schema (existing tables are kept as they are),
-     then the outbox table, its triggers and the publication;
-  2. the replication role gets only what Debezium needs: USAGE on the schema and SELECT on the
-     outbox (for the snapshot); it already has LOGIN REPLICATION and CONNECT;
+  1. ``sql/*.sql`` in file-name order: the Northwind-shaped schema (existing tables are kept as
+     they are), then the outbox table, its triggers and the publication, then Debezium's
+     heartbeat and signal tables, which join the publication;
+  2. the replication role gets only what Debezium needs: USAGE on the schema, SELECT on the
+     outbox (for snapshots), UPDATE of the heartbeat's one column (its heartbeat.action.query)
+     and INSERT on the signal table (incremental snapshots write their watermarks there); it
+     already has LOGIN REPLICATION and CONNECT;
   3. if ``datalake.orders`` is empty, the generator's sample data is loaded; a user's own data
      (such as the original Northwind dump) is used as it is;
   4. ``datalake.load_cdc_events()`` brings the outbox in line with the orders; unchanged rows
@@ -27,6 +30,8 @@ from cdc_lake.stack.settings import project_root
 SCHEMA = "datalake"
 OUTBOX = "cdc_events"
 PUBLICATION = "cdc_publication"
+HEARTBEAT = "cdc_heartbeat"
+SIGNAL = "debezium_signal"
 
 
 def sql_dir() -> Path:
@@ -56,6 +61,11 @@ def grant_replication_role(conn: PgConnection, role: str) -> None:
             sql.Identifier(SCHEMA), sql.Identifier(role)))  # fmt: skip
         cur.execute(sql.SQL("GRANT SELECT ON {}.{} TO {}").format(
             sql.Identifier(SCHEMA), sql.Identifier(OUTBOX), sql.Identifier(role)))  # fmt: skip
+        # Column-level, and no SELECT: the action query is a bare UPDATE of the one row.
+        cur.execute(sql.SQL("GRANT UPDATE (beat_at) ON {}.{} TO {}").format(
+            sql.Identifier(SCHEMA), sql.Identifier(HEARTBEAT), sql.Identifier(role)))  # fmt: skip
+        cur.execute(sql.SQL("GRANT INSERT ON {}.{} TO {}").format(
+            sql.Identifier(SCHEMA), sql.Identifier(SIGNAL), sql.Identifier(role)))  # fmt: skip
     conn.commit()
 
 

@@ -1,8 +1,19 @@
-"""Checks that the source database can feed Debezium, each failing with the cause and the fix."""
+"""Checks that the source database can feed Debezium, each failing with the cause and the fix;
+and how far the connector's replication slot lags behind the WAL.
+
+The publication must hold the outbox and Debezium's two tables (``sql/003_debezium.sql``): the
+heartbeat table, without which a quiet outbox pins WAL on PostgreSQL 15+, and the signal table,
+without which incremental-snapshot signals are never seen.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from psycopg2.extensions import connection as PgConnection
+
+OUTBOX_TABLE = "datalake.cdc_events"
+DEBEZIUM_TABLES = ("datalake.cdc_heartbeat", "datalake.debezium_signal")
 
 
 class SourceNotReady(RuntimeError):
@@ -35,11 +46,20 @@ def check_logical_replication(
                 f"publication {publication!r} is missing, so Debezium has nothing to stream. "
                 "Fix: materialise the source outbox asset, which creates it."
             )
-        if not tables or "datalake.cdc_events" not in tables:
+        if not tables or OUTBOX_TABLE not in tables:
             raise SourceNotReady(
-                f"publication {publication!r} does not publish datalake.cdc_events "
+                f"publication {publication!r} does not publish {OUTBOX_TABLE} "
                 f"(it has {tables or 'no tables'}). Fix: ALTER PUBLICATION {publication} "
-                "ADD TABLE datalake.cdc_events."
+                f"ADD TABLE {OUTBOX_TABLE}."
+            )
+        unpublished = [t for t in DEBEZIUM_TABLES if t not in tables]
+        if unpublished:
+            raise SourceNotReady(
+                f"publication {publication!r} does not publish {', '.join(unpublished)}. "
+                "Unpublished, heartbeats never reach Debezium (PostgreSQL 15+ skips transactions "
+                "without published changes), so a quiet outbox pins WAL, and snapshot signals are "
+                "never seen. Fix: materialise the source outbox asset (sql/003_debezium.sql adds "
+                f"them), or ALTER PUBLICATION {publication} ADD TABLE {', '.join(unpublished)}."
             )
         cur.execute(
             "SELECT active, confirmed_flush_lsn::text FROM pg_replication_slots "
@@ -61,3 +81,32 @@ def check_logical_replication(
         "slot_exists": slot_row is not None,
         "slot_confirmed_flush_lsn": slot_row[1] if slot_row else None,
     }
+
+
+@dataclass(frozen=True)
+class SlotLag:
+    """Bytes of WAL between the server's current position and the slot's positions; None where
+    the slot has no such position (an invalidated slot has no restart_lsn)."""
+
+    slot: str
+    active: bool
+    wal_status: str | None
+    restart_lag_bytes: int | None  # WAL the server must keep for this slot
+    flush_lag_bytes: int | None  # WAL the consumer has not acknowledged yet
+
+
+def slot_lag(conn: PgConnection, slot: str) -> SlotLag | None:
+    """The slot's lag behind ``pg_current_wal_lsn()``, or None if there is no such slot."""
+    with conn.cursor() as cur:
+        cur.execute(
+            "SELECT active, wal_status, (pg_current_wal_lsn() - restart_lsn)::bigint,"
+            " (pg_current_wal_lsn() - confirmed_flush_lsn)::bigint"
+            " FROM pg_replication_slots WHERE slot_name = %s",
+            (slot,),
+        )
+        row = cur.fetchone()
+    conn.commit()
+    if row is None:
+        return None
+    active, wal_status, restart, flush = row
+    return SlotLag(slot, bool(active), wal_status, restart, flush)

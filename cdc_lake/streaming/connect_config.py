@@ -5,6 +5,11 @@ Templates are JSON objects whose values may hold ``{{name}}`` placeholders. Rend
 a placeholder without a value, or a value the template never uses, is an error that names the
 template, so a typo cannot silently deploy a half-configured connector.
 
+Heartbeats: every ``heartbeat_interval_ms`` Debezium updates ``datalake.cdc_heartbeat`` (a
+published table, see ``sql/003_debezium.sql``) and acknowledges the LSN it has reached, so the
+replication slot keeps up with the WAL while the outbox is quiet. Signals: inserting into
+``datalake.debezium_signal`` drives incremental snapshots (``cdc_lake/streaming/signals.py``).
+
 Secrets are never values here. A secret setting holds a config-provider reference such as
 ``${env:CDC_LAKE_REPLICATION_PASSWORD}`` (local Connect) or ``${secretsmanager:...}`` (MSK
 Connect), which the worker resolves when it starts the task.
@@ -26,6 +31,9 @@ SCHEMA_TABLE = "datalake.cdc_events"
 DEBEZIUM_TEMPLATE = "debezium-postgres.json"
 S3_SINK_LOCAL_TEMPLATE = "s3-sink-local.json"
 S3_SINK_MSK_TEMPLATE = "s3-sink-msk.json"
+# Short enough that a quiet outbox pins at most a few seconds of WAL, long enough to cost
+# nothing: one UPDATE of one row and one heartbeat record per interval.
+DEFAULT_HEARTBEAT_INTERVAL_MS = 10_000
 
 
 class ConnectorConfigError(ValueError):
@@ -90,6 +98,7 @@ class CdcConnectorSettings:
     publication: str = "cdc_publication"
     flush_records: int = 1000
     flush_interval_ms: int = 10_000
+    heartbeat_interval_ms: int = DEFAULT_HEARTBEAT_INTERVAL_MS
     s3_endpoint: str | None = None
     s3_access_key_ref: str | None = None
     s3_secret_key_ref: str | None = None
@@ -128,6 +137,7 @@ class CdcConnectorSettings:
                 "replication_password": self.replication_password_ref,
                 "pg_database": self.pg_database,
                 "topic_prefix": self.topic_prefix,
+                "heartbeat_interval_ms": self.heartbeat_interval_ms,
             },
         )
 
