@@ -359,6 +359,26 @@ def test_cdc_ordering_sorts_like_ts_then_lsn(plain_spark: SparkSession):
     assert sorted(orderings, key=lambda p: orderings[p]) == sorted(pairs)
 
 
+def test_incremental_snapshot_read_has_no_lsn_and_sorts_by_its_emission_time(
+    plain_spark: SparkSession,
+):
+    ts = 1_795_217_436_837
+    # As Debezium 3.6 emits an ad-hoc (incremental) snapshot read: __lsn null, ts_ms the
+    # emission time, later than every change streamed before it.
+    resent = event(order_id=1, __op="r", __lsn=None, __source_ts_ms=ts + 5, customer_id="NOW")
+    streamed = event(order_id=1, __op="u", __lsn=900, __source_ts_ms=ts, customer_id="BEFORE")
+    rows = lake_rows(plain_spark, [streamed, resent])
+    got = by_order(latest_per_key(rows))[1]
+    assert (got["cdc_op"], got["customer_id"], got["cdc_lsn"]) == ("r", "NOW", None)
+    assert got["cdc_ordering"] == f"{ts + 5:015d}{0:020d}"
+    # In the same millisecond a streamed change, which has an LSN, still wins.
+    tie = event(order_id=1, __op="u", __lsn=1, __source_ts_ms=ts + 5, customer_id="SAME_MS")
+    assert by_order(latest_per_key(lake_rows(plain_spark, [resent, tie])))[1]["cdc_op"] == "u"
+    # Only a snapshot read may lack an LSN.
+    parsed = parse_raw_lines(lines_from_text(plain_spark, [(KEY, line(__op="u", __lsn=None))]))
+    assert parsed.collect()[0]["error"] == "missing or null: __lsn"
+
+
 # --- order lines -----------------------------------------------------------------------------
 
 

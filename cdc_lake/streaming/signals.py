@@ -1,0 +1,106 @@
+"""Ad-hoc incremental snapshots of the outbox, requested through Debezium's signal table.
+
+``request_snapshot`` inserts one ``execute-snapshot`` signal (type ``incremental``) into
+``datalake.debezium_signal`` and returns its id. Debezium sees the insert in the replication
+stream (the table is published, see ``sql/003_debezium.sql``), reads the chosen outbox rows in
+chunks between two watermarks it writes to the same table, and emits each row once more on the
+outbox topic, as it is now.
+
+What the re-sent events look like (Debezium 3.6.3, pgoutput, PostgreSQL 15; covered by
+``cdc_lake_tests/ingestion/test_resnapshot.py``):
+
+- ``__op`` is ``r``, the row is the outbox's current content, ``__deleted`` is "false";
+- ``__source_ts_ms`` is the time the connector emitted the event (its own clock, when it reads
+  the chunk's closing watermark back from the stream), not a commit time;
+- ``__lsn`` is null: an incremental-snapshot read has no position in the WAL.
+
+So by the lake's ordering, (``__source_ts_ms``, ``__lsn``) with a null LSN lowest, a re-sent
+row sorts after every change of that order that Debezium had already streamed, and replaces a
+stale or missing lake row. Two limits follow from the timestamp being the emission time: a
+change committed while the connector was still behind the watermark (within its streaming lag)
+can sort before the re-sent row although it is newer, and stays shadowed until the order's next
+change; and on a separate Connect host the two clocks must agree to within that margin.
+
+A snapshot only re-sends rows that exist: an order deleted from the outbox but still in the lake
+is not repaired by it.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Sequence
+
+from psycopg2.extensions import connection as PgConnection
+
+from cdc_lake.streaming.connect_config import SCHEMA_TABLE
+
+SIGNAL_TABLE = "datalake.debezium_signal"
+SIGNAL_DATA_MAX = 2048  # the width of debezium_signal.data
+KEY_COLUMN = "order_id"
+
+
+class SignalNotDeliverable(RuntimeError):
+    pass
+
+
+def execute_snapshot_data(order_ids: Sequence[int] | None) -> dict[str, object]:
+    """The ``data`` of an incremental ``execute-snapshot`` signal for these orders (None: all).
+
+    The ids become an SQL ``IN`` list that Debezium appends to its chunk query, so each must be
+    an integer; they are sorted and deduplicated so the same request gives the same signal."""
+    data: dict[str, object] = {"data-collections": [SCHEMA_TABLE], "type": "incremental"}
+    if order_ids is None:
+        return data
+    ids = sorted({_order_id(i) for i in order_ids})
+    if not ids:
+        raise ValueError("no order ids: pass at least one, or None for every order")
+    data["additional-conditions"] = [
+        {
+            "data-collection": SCHEMA_TABLE,
+            "filter": f"{KEY_COLUMN} IN ({', '.join(str(i) for i in ids)})",
+        }
+    ]
+    return data
+
+
+def _order_id(value: object) -> int:
+    # bool is an int subclass, and a str could smuggle SQL into the filter.
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"order id {value!r} is not an integer")
+    return value
+
+
+def request_snapshot(
+    conn: PgConnection, order_ids: Sequence[int] | None, publication: str = "cdc_publication"
+) -> str:
+    """Insert an incremental-snapshot signal for these orders (None: all) and commit; returns
+    the signal's id. Fails, inserting nothing, if the publication does not carry the signal
+    table, since Debezium would then never see the signal."""
+    data = json.dumps(execute_snapshot_data(order_ids), separators=(",", ":"))
+    if len(data) > SIGNAL_DATA_MAX:
+        raise ValueError(
+            f"the signal for {len(order_ids or [])} orders is {len(data)} characters, over the "
+            f"{SIGNAL_DATA_MAX} its table holds: request fewer orders at a time, or all of them"
+        )
+    schema, table = SIGNAL_TABLE.split(".")
+    with conn.cursor() as cur:
+        cur.execute(
+            "SELECT 1 FROM pg_publication_tables"
+            " WHERE pubname = %s AND schemaname = %s AND tablename = %s",
+            (publication, schema, table),
+        )
+        if cur.fetchone() is None:
+            conn.rollback()
+            raise SignalNotDeliverable(
+                f"publication {publication!r} does not publish {SIGNAL_TABLE}, so Debezium "
+                "would never see the signal. Fix: materialise the source outbox asset "
+                "(sql/003_debezium.sql adds it)."
+            )
+        signal_id = str(uuid.uuid4())
+        cur.execute(
+            f"INSERT INTO {SIGNAL_TABLE} (id, type, data) VALUES (%s, 'execute-snapshot', %s)",
+            (signal_id, data),
+        )
+    conn.commit()
+    return signal_id
