@@ -51,7 +51,8 @@ def test_definitions_hold_the_pipeline():
         assert node.owners and node.kinds and node.description and node.group_name
     checks = {c.name for c in repo.asset_graph.asset_check_keys}
     assert {"order_id_unique", "no_deleted_orders", "matches_source", "revenue_non_negative",
-            "orders_exist_in_lake", "no_quarantined_lines"} <= checks  # fmt: skip
+            "orders_exist_in_lake", "no_quarantined_lines", "replication_slot_lag",
+            "sink_consumer_lag"} <= checks  # fmt: skip
     assert repo.has_sensor_def("raw_cdc_files_sensor")
     assert set(loaded.resources or {}) >= {"postgres", "kafka", "kafka_connect", "s3", "spark_jobs"}
 

@@ -1,4 +1,5 @@
-"""Read-only views of a Kafka topic: partitions, offsets, and (for small topics) its records."""
+"""Read-only views of a Kafka topic: partitions, offsets, a consumer group's lag, and (for small
+topics) its records."""
 
 from __future__ import annotations
 
@@ -99,6 +100,16 @@ def committed_offsets(
         return {tp.partition: max(tp.offset, 0) for tp in got}
     finally:
         consumer.close()
+
+
+def consumer_lag(
+    conf: Mapping[str, Any], group: str, topic: str, timeout_s: float = 10.0
+) -> dict[int, int]:
+    """Records per partition that the group has not committed yet: the end offset minus the
+    committed one (a group that never committed lags by the whole partition)."""
+    ends = end_offsets(conf, topic, timeout_s)
+    done = committed_offsets(conf, group, topic, list(ends), timeout_s)
+    return {p: max(0, end - done.get(p, 0)) for p, end in ends.items()}
 
 
 def wait_for_consumer(

@@ -5,6 +5,12 @@ through the Kafka Connect REST API (an unchanged config is left alone, a FAILED 
 waits for the connector and its task to be RUNNING, then for the topic to hold at least the
 snapshot. Debezium delivers at least once: a restart can repeat events, which the lake's
 ordering by (source ts, LSN) makes harmless.
+
+The connector sends a heartbeat every ``heartbeat_interval_ms``, so its replication slot keeps
+up with the WAL even while the outbox is quiet. The metadata reports the slot's lag in bytes
+behind ``pg_current_wal_lsn()``: to ``restart_lsn`` (WAL the server retains for it) and to
+``confirmed_flush_lsn`` (WAL not yet acknowledged); the ``replication_slot_lag`` check WARNs when
+the retained WAL passes ``slot_lag_warn_bytes``.
 """
 
 import dagster as dg
@@ -17,7 +23,7 @@ from cdc_lake.resources import (
     PostgresResource,
 )
 from cdc_lake.source.database import outbox_stats
-from cdc_lake.source.preflight import check_logical_replication
+from cdc_lake.source.preflight import check_logical_replication, slot_lag
 from cdc_lake.streaming.topics import wait_for_offsets
 
 TOPIC_KEY = dg.AssetKey(["kafka", "datalake_cdc_events"])
@@ -56,6 +62,11 @@ def cdc_events_topic(
     ends = wait_for_offsets(
         kafka.client_conf(), cdc.topic, at_least=rows, timeout_s=cdc.connector_timeout_s
     )
+    conn = postgres.connect()
+    try:
+        lag = slot_lag(conn, cdc.slot_name)
+    finally:
+        conn.close()
     return dg.MaterializeResult(
         metadata={
             "topic": dg.MetadataValue.text(cdc.topic),
@@ -72,5 +83,12 @@ def cdc_events_topic(
             "slot_confirmed_flush_lsn": dg.MetadataValue.text(
                 str(source["slot_confirmed_flush_lsn"])
             ),
+            "slot_restart_lag_bytes": _bytes(lag.restart_lag_bytes if lag else None),
+            "slot_flush_lag_bytes": _bytes(lag.flush_lag_bytes if lag else None),
         }
     )
+
+
+def _bytes(value: int | None) -> dg.MetadataValue:
+    # Null when the slot has no such position (missing, or invalidated).
+    return dg.MetadataValue.null() if value is None else dg.MetadataValue.int(value)

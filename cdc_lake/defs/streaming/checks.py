@@ -1,0 +1,56 @@
+"""Checks of the streaming stage.
+
+- ``replication_slot_lag``: the WAL that PostgreSQL retains for the connector's replication slot
+  (``pg_current_wal_lsn() - restart_lsn``) is at most ``slot_lag_warn_bytes``. Past it the check
+  fails with WARN severity: the connector is down or behind, or heartbeats are not reaching it,
+  and the server's disk is filling. A missing or invalidated slot is an ERROR: the changes it
+  would have kept are gone for the connector.
+"""
+
+import dagster as dg
+
+from cdc_lake.defs.streaming.assets import TOPIC_KEY
+from cdc_lake.resources import CdcPipelineResource, PostgresResource
+from cdc_lake.source.preflight import slot_lag
+
+
+@dg.asset_check(
+    asset=TOPIC_KEY,
+    description="the WAL retained for the connector's replication slot is under the threshold",
+)
+def replication_slot_lag(
+    postgres: PostgresResource, cdc: CdcPipelineResource
+) -> dg.AssetCheckResult:
+    conn = postgres.connect()
+    try:
+        lag = slot_lag(conn, cdc.slot_name)
+    finally:
+        conn.close()
+    threshold = cdc.slot_lag_warn_bytes
+    if lag is None or lag.restart_lag_bytes is None:
+        state = "missing" if lag is None else f"invalidated (wal_status {lag.wal_status})"
+        return dg.AssetCheckResult(
+            passed=False,
+            severity=dg.AssetCheckSeverity.ERROR,
+            description=f"replication slot {cdc.slot_name!r} is {state}",
+            metadata={"slot": cdc.slot_name},
+        )
+    meta = {
+        "slot": cdc.slot_name,
+        "active": lag.active,
+        "wal_status": lag.wal_status or "",
+        "slot_restart_lag_bytes": lag.restart_lag_bytes,
+        "slot_flush_lag_bytes": lag.flush_lag_bytes or 0,
+        "threshold_bytes": threshold,
+    }
+    if lag.restart_lag_bytes <= threshold:
+        return dg.AssetCheckResult(passed=True, metadata=meta)
+    return dg.AssetCheckResult(
+        passed=False,
+        severity=dg.AssetCheckSeverity.WARN,
+        metadata=meta,
+        description=(
+            f"slot {cdc.slot_name!r} retains {lag.restart_lag_bytes:,} bytes of WAL, over "
+            f"{threshold:,}{'' if lag.active else '; no connector is reading it'}"
+        ),
+    )

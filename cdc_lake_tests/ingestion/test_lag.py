@@ -1,0 +1,110 @@
+"""Lag as metadata on the topic and raw assets, and the checks that WARN past a threshold."""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.request
+from typing import Any
+
+import dagster as dg
+
+from cdc_lake.defs.raw.assets import RAW_KEY, raw_cdc_files
+from cdc_lake.defs.raw.checks import sink_consumer_lag
+from cdc_lake.defs.streaming.assets import TOPIC_KEY, cdc_events_topic
+from cdc_lake.defs.streaming.checks import replication_slot_lag
+from cdc_lake.resources import local_resources
+from cdc_lake.stack import LocalStack
+from cdc_lake.streaming.topics import end_offsets, wait_for_consumer
+from cdc_lake_tests.ingestion.helpers import metadata
+
+
+def _connector_action(url: str, name: str, action: str) -> None:
+    request = urllib.request.Request(f"{url}/connectors/{name}/{action}", method="PUT")
+    with urllib.request.urlopen(request, timeout=15) as response:
+        assert response.status == 202, (action, response.status)
+
+
+def _state(url: str, name: str) -> str:
+    with urllib.request.urlopen(f"{url}/connectors/{name}/status", timeout=15) as response:
+        return json.load(response)["tasks"][0]["state"]
+
+
+def _wait_state(url: str, name: str, state: str) -> None:
+    deadline = time.monotonic() + 60
+    while _state(url, name) != state:
+        assert time.monotonic() < deadline, f"{name} never became {state}"
+        time.sleep(0.5)
+
+
+def _evaluate(check: Any, **resources: Any) -> dg.AssetCheckResult:
+    """The check invoked directly with these resources, as a run would evaluate it."""
+    result = check(**resources)
+    assert isinstance(result, dg.AssetCheckResult)
+    return result
+
+
+def test_lag_metadata_and_checks_pass_when_caught_up(ingested, resources):
+    result = dg.materialize(
+        [cdc_events_topic, raw_cdc_files, replication_slot_lag, sink_consumer_lag],
+        resources=resources,
+    )
+    assert result.success
+    topic = metadata(result, TOPIC_KEY)
+    restart, flush = topic["slot_restart_lag_bytes"], topic["slot_flush_lag_bytes"]
+    print(f"slot lag: {restart:,} B retained, {flush:,} B unconfirmed")
+    # restart_lsn <= confirmed_flush_lsn <= current WAL.
+    assert isinstance(flush, int) and isinstance(restart, int) and 0 <= flush <= restart
+    raw = metadata(result, RAW_KEY)
+    print(f"sink lag: {raw['sink_consumer_lag_records']} records")
+    assert raw["sink_consumer_lag_records"] == 0  # nothing changed since the sink caught up
+    checks = {e.check_name: e for e in result.get_asset_check_evaluations()}
+    assert {n: c.passed for n, c in checks.items()} == {
+        "replication_slot_lag": True,
+        "sink_consumer_lag": True,
+    }
+    slot_meta = {k: v.value for k, v in checks["replication_slot_lag"].metadata.items()}
+    assert slot_meta["threshold_bytes"] == resources["cdc"].slot_lag_warn_bytes == 2**30
+    assert slot_meta["active"] is True
+
+
+def test_slot_lag_check_warns_past_a_tiny_threshold(local_stack: LocalStack, ingested, pg):
+    with pg.cursor() as cur:  # some WAL the slot has not confirmed yet
+        cur.execute("CREATE TABLE IF NOT EXISTS datalake.wal_scratch (id bigserial, v text)")
+        cur.execute("INSERT INTO datalake.wal_scratch (v) VALUES (repeat('x', 1000))")
+    pg.commit()
+    tiny = local_resources(local_stack.settings, slot_lag_warn_bytes=1)
+    result = _evaluate(replication_slot_lag, postgres=tiny["postgres"], cdc=tiny["cdc"])
+    assert not result.passed
+    assert result.severity == dg.AssetCheckSeverity.WARN
+    lag = result.metadata["slot_restart_lag_bytes"].value
+    assert isinstance(lag, int) and lag > 1
+    assert result.description and "retains" in result.description
+
+
+def test_sink_lag_check_warns_while_the_sink_is_paused(
+    local_stack: LocalStack, ingested, resources, pg
+):
+    cdc, conf = resources["cdc"], resources["kafka"].client_conf()
+    url, sink = local_stack.settings.connect_url, cdc.sink_connector_name
+    tiny = local_resources(local_stack.settings, sink_lag_warn_records=0)
+    before = sum(end_offsets(conf, cdc.topic).values())
+    _connector_action(url, sink, "pause")
+    try:
+        _wait_state(url, sink, "PAUSED")
+        with pg.cursor() as cur:
+            cur.execute("UPDATE datalake.orders SET freight = freight + 1 WHERE order_id = 10255")
+        pg.commit()
+        deadline = time.monotonic() + 60
+        while sum(end_offsets(conf, cdc.topic).values()) == before:
+            assert time.monotonic() < deadline, "the change never reached the topic"
+            time.sleep(0.5)
+        paused = _evaluate(sink_consumer_lag, kafka=tiny["kafka"], cdc=tiny["cdc"])
+        assert not paused.passed and paused.severity == dg.AssetCheckSeverity.WARN
+        assert paused.metadata["sink_consumer_lag_records"].value == 1
+    finally:
+        _connector_action(url, sink, "resume")
+    wait_for_consumer(conf, cdc.sink_consumer_group, cdc.topic, timeout_s=60)
+    resumed = _evaluate(sink_consumer_lag, kafka=tiny["kafka"], cdc=tiny["cdc"])
+    assert resumed.passed  # caught up: 0 records, not over a threshold of 0
+    assert resumed.metadata["sink_consumer_lag_records"].value == 0
