@@ -1,6 +1,8 @@
 """The ``cdc-lake`` command.
 
 cdc-lake stack install | up | down | status [--json]
+cdc-lake source prepare [--scale N] | resnapshot (--orders 1,2,3 | --all)
+cdc-lake lake replay --from-offset N   # re-ingest the raw files from offset N (repair)
 cdc-lake demo        # the README's main job: install, stack up, load the definitions, summary
 cdc-lake msk deploy  # production: plugins, worker configuration and connectors on MSK Connect
 """
@@ -60,9 +62,39 @@ def _connect(settings: StackSettings):
     return psycopg2.connect(settings.pg_dsn())
 
 
+def _order_ids(text: str) -> list[int]:
+    try:
+        ids = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(f"not a list of order ids like 1,2,3: {text!r}") from e
+    if not ids:
+        raise argparse.ArgumentTypeError("no order ids given")
+    return ids
+
+
+def cmd_resnapshot(args: argparse.Namespace) -> int:
+    """Ask Debezium to re-send orders from the outbox as it is now (an incremental snapshot)."""
+    from cdc_lake.streaming.signals import request_snapshot
+
+    if args.orders is None and not args.all:
+        print("error: resnapshot needs --orders 1,2,3 or --all", file=sys.stderr)
+        return 2
+    orders: list[int] | None = None if args.all else args.orders
+    conn = _connect(_settings(args))
+    try:
+        signal_id = request_snapshot(conn, orders)
+    finally:
+        conn.close()
+    what = "every order" if orders is None else f"{len(set(orders))} order(s)"
+    print(f"requested an incremental snapshot of {what}: signal {signal_id}")
+    return 0
+
+
 def cmd_source(args: argparse.Namespace) -> int:
     from cdc_lake.source.database import prepare_source
 
+    if args.action == "resnapshot":
+        return cmd_resnapshot(args)
     settings = _settings(args)
     conn = _connect(settings)
     try:
@@ -92,6 +124,12 @@ def cmd_workload(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_lake(args: argparse.Namespace) -> int:
+    from cdc_lake.repair import replay
+
+    return replay(_settings(args), args.from_offset)
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from cdc_lake.demo import run_demo
 
@@ -109,15 +147,29 @@ def main(argv: list[str] | None = None) -> int:
     stack.add_argument("--json", action="store_true", help="status as JSON, with credentials")
     stack.set_defaults(func=cmd_stack)
     source = sub.add_parser("source", help="the source database")
-    source.add_argument("action", choices=["prepare"])
+    source.add_argument("action", choices=["prepare", "resnapshot"])
     source.add_argument("--scale", type=float, default=1.0, help="1 = Northwind's 829 orders")
     source.add_argument("--seed", type=int, default=42)
+    chosen = source.add_mutually_exclusive_group()
+    chosen.add_argument(
+        "--orders", type=_order_ids, help="resnapshot: these order ids, comma-separated"
+    )
+    chosen.add_argument("--all", action="store_true", help="resnapshot: every order")
     source.set_defaults(func=cmd_source)
     workload = sub.add_parser("workload", help="apply a seeded stream of changes")
     workload.add_argument("--changes", type=int, default=50)
     workload.add_argument("--rate", type=float, default=5.0, help="changes per second (0: max)")
     workload.add_argument("--seed", type=int, default=7)
     workload.set_defaults(func=cmd_workload)
+    lake = sub.add_parser("lake", help="the Hudi lake: repair")
+    lake.add_argument("action", choices=["replay"])
+    lake.add_argument(
+        "--from-offset",
+        type=int,
+        required=True,
+        help="re-ingest every topic partition's raw lines from this Kafka offset on",
+    )
+    lake.set_defaults(func=cmd_lake)
     demo = sub.add_parser("demo", help="set everything up and run the main job")
     demo.set_defaults(func=cmd_demo)
     add_msk_cli(sub)  # cdc-lake msk deploy: the connectors on Amazon MSK Connect

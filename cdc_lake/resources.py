@@ -30,7 +30,11 @@ from cdc_lake.spark_jobs import (
 from cdc_lake.stack.settings import StackSettings
 from cdc_lake.stack.spark import spark_conf
 from cdc_lake.streaming.connect_client import ConnectClient
-from cdc_lake.streaming.connect_config import CdcConnectorSettings, topic_name
+from cdc_lake.streaming.connect_config import (
+    DEFAULT_HEARTBEAT_INTERVAL_MS,
+    CdcConnectorSettings,
+    topic_name,
+)
 from cdc_lake.streaming.msk_connect import (
     MskConnectClient,
     MskConnectSettings,
@@ -155,6 +159,10 @@ class CdcPipelineResource(dg.ConfigurableResource):
     s3_secret_key_ref: str | None = "${env:CDC_LAKE_S3_SECRET_KEY}"
     flush_records: int = 1000
     flush_interval_ms: int = 10_000
+    heartbeat_interval_ms: int = DEFAULT_HEARTBEAT_INTERVAL_MS
+    # The lag checks WARN past these: WAL the slot retains, records the sink has not committed.
+    slot_lag_warn_bytes: int = 1 << 30
+    sink_lag_warn_records: int = 100_000
     sample_scale: float = 1.0
     sample_seed: int = 42
     connector_timeout_s: float = 180.0
@@ -191,6 +199,7 @@ class CdcPipelineResource(dg.ConfigurableResource):
             publication=self.publication,
             flush_records=self.flush_records,
             flush_interval_ms=self.flush_interval_ms,
+            heartbeat_interval_ms=self.heartbeat_interval_ms,
             s3_endpoint=self.s3_endpoint,
             s3_access_key_ref=self.s3_access_key_ref,
             s3_secret_key_ref=self.s3_secret_key_ref,
@@ -249,11 +258,15 @@ class LakeResource(dg.ConfigurableResource):
             return {}
         return glue_sync_options(self.glue_database, "cdc_events", self.partition_field)
 
-    def upsert_params(self, cdc: CdcPipelineResource) -> dict[str, Any]:
+    def upsert_params(
+        self, cdc: CdcPipelineResource, replay_from_offset: int | None = None
+    ) -> dict[str, Any]:
         """The ``upsert`` job's parameters: plain JSON, the same for local Spark and EMR."""
         return {
             "raw_bucket": cdc.raw_bucket,
             "raw_prefix": cdc.raw_prefix,
+            "topic": cdc.topic,
+            "replay_from_offset": replay_from_offset,
             "scheme": self.scheme,
             "table": asdict(self.table_config()),
             "quarantine_path": self.quarantine_path if self.quarantine else None,

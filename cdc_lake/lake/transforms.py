@@ -9,7 +9,8 @@ Bad input
     comes out either as an event or with ``error`` set to a short reason, named by its S3 key and
     1-based line number. A line is bad when it is not exactly one JSON object (invalid or
     truncated JSON, two objects on one line), a number field has the wrong type, ``order_id`` /
-    ``__op`` / ``__lsn`` / ``__source_ts_ms`` is missing or null, ``__op`` is not one of r, c, u,
+    ``__op`` / ``__source_ts_ms`` is missing or null, ``__lsn`` is missing or null on a change
+    that is not a snapshot read (``r``), ``__op`` is not one of r, c, u,
     d, ``__deleted`` is not "true"/"false", ``__lsn`` or ``__source_ts_ms`` is out of range, or
     ``updated_at`` is not a timestamp.
 
@@ -29,7 +30,10 @@ Ordering
     numeric order; it is the Hudi ordering (precombine) field, so the table keeps the newest
     version across batches too. Within a batch ``latest_per_key`` picks the same row; equal
     ``(ts, lsn)`` is broken by operation (d > u > c > r), then ``updated_at``, then the remaining
-    columns, so the choice never depends on partitioning or input order.
+    columns, so the choice never depends on partitioning or input order. A null ``__lsn`` counts
+    as 0: Debezium's incremental (ad-hoc) snapshot reads have none, and as ``__source_ts_ms``
+    the time they were emitted, so they sort after the changes streamed before them (see
+    ``cdc_lake/streaming/signals.py``).
 
 Deletes
     A delete event carries the whole old row with ``__deleted`` "true". It becomes a row with
@@ -73,6 +77,8 @@ REQUIRED_FIELDS = ("order_id", "__op", "__lsn", "__source_ts_ms")
 # cdc_ordering pads ts to 15 and lsn to 20 digits; values outside that range would break it.
 MAX_SOURCE_TS_MS = 10**15 - 1
 NULL_PARTITION = "__null__"
+# The sink's key ends with +<partition>+<start offset, 20 digits>.jsonl.
+KEY_POSITION = r"\+(\d+)\+(\d{20})\.jsonl$"
 
 RAW_EVENT_SCHEMA = StructType(
     [
@@ -95,6 +101,10 @@ RAW_EVENT_SCHEMA = StructType(
         StructField("__schema", StringType()),
         StructField("__lsn", LongType()),
         StructField("__source_ts_ms", LongType()),
+        # Added by Connect's InsertField transform on the sink; absent in lines written before.
+        StructField("__kafka_topic", StringType()),
+        StructField("__kafka_partition", IntegerType()),
+        StructField("__kafka_offset", LongType()),
         StructField(CORRUPT_COLUMN, StringType()),
     ]
 )
@@ -224,10 +234,10 @@ def _error_reason(n_values: Column, precise_types: bool) -> Column:
         # Without partial results every field is null, so the culprit cannot be named.
         wrong_type = F.lit("wrong type")
 
-    required = [F.col(name) for name in REQUIRED_FIELDS]
-    missing = F.concat_ws(
-        ", ", *[F.when(F.col(name).isNull(), F.lit(name)) for name in REQUIRED_FIELDS]
-    )
+    # Incremental-snapshot reads (r) carry no LSN; every other change must.
+    absent = {name: F.col(name).isNull() for name in REQUIRED_FIELDS}
+    absent["__lsn"] = absent["__lsn"] & (F.col("__op") != "r")
+    missing = F.concat_ws(", ", *[F.when(absent[name], F.lit(name)) for name in REQUIRED_FIELDS])
     op, deleted = F.col("__op"), F.col("__deleted")
     ts, updated_at = F.col("__source_ts_ms"), F.col("updated_at")
     return (
@@ -236,7 +246,7 @@ def _error_reason(n_values: Column, precise_types: bool) -> Column:
         .when(~value.rlike(r"^\s*\{"), F.lit("not a JSON object"))
         .when(F.col(CORRUPT_COLUMN).isNotNull(), wrong_type)
         .when(
-            reduce(lambda a, b: a | b, [c.isNull() for c in required]),
+            reduce(lambda a, b: a | b, absent.values()),
             F.concat(F.lit("missing or null: "), missing),
         )
         .when(~op.isin(*OPS), F.concat(F.lit("unknown __op '"), F.substring(op, 1, 20), F.lit("'")))
@@ -245,11 +255,50 @@ def _error_reason(n_values: Column, precise_types: bool) -> Column:
             F.concat(F.lit("unknown __deleted '"), F.substring(deleted, 1, 20), F.lit("'")),
         )
         .when(F.col("__lsn") < 0, F.lit("__lsn is negative"))
+        .when(F.col("__kafka_offset") < 0, F.lit("__kafka_offset is negative"))
         .when((ts < 0) | (ts > MAX_SOURCE_TS_MS), F.lit("__source_ts_ms out of range"))
         .when(
             updated_at.isNotNull() & F.try_to_timestamp(updated_at).isNull(),
             F.lit("updated_at is not a timestamp"),
         )
+    )
+
+
+def with_kafka_position(parsed: DataFrame, topic: str) -> DataFrame:
+    """Adds each line's ``kafka_partition`` and ``kafka_offset``.
+
+    The partition comes from the object's key, which the lister has already matched to the
+    topic. The offset is the line's own ``__kafka_offset``; a line written before the sink added
+    it gets its object's start offset plus its line number minus one (the sink writes
+    consecutive offsets, one line each). A line whose ``__kafka_topic`` or ``__kafka_partition``
+    disagrees with its object is bad input, named like any other.
+    """
+    key = F.col("source_key")
+    partition = F.regexp_extract(key, KEY_POSITION, 1).cast(IntegerType())
+    start = F.regexp_extract(key, KEY_POSITION, 2).cast(LongType())
+    line_topic, line_partition = F.col("__kafka_topic"), F.col("__kafka_partition")
+    mismatch = F.when(
+        line_topic.isNotNull() & (line_topic != F.lit(topic)),
+        F.concat(
+            F.lit("__kafka_topic '"),
+            F.substring(line_topic, 1, 100),
+            F.lit(f"' is not the configured topic '{topic}'"),
+        ),
+    ).when(
+        line_partition.isNotNull() & (line_partition != partition),
+        F.concat(
+            F.lit("__kafka_partition "),
+            line_partition.cast(StringType()),
+            F.lit(" is not its object's partition "),
+            partition.cast(StringType()),
+        ),
+    )
+    return (
+        parsed.withColumn("kafka_partition", partition)
+        .withColumn(
+            "kafka_offset", F.coalesce(F.col("__kafka_offset"), start + F.col("line_no") - 1)
+        )
+        .withColumn("error", F.coalesce(F.col("error"), mismatch))
     )
 
 
@@ -291,9 +340,9 @@ def to_lake_rows(good: DataFrame) -> DataFrame:
         (F.coalesce(F.col("__deleted") == "true", F.lit(False)) | (F.col("__op") == "d")).alias(
             "is_deleted"
         ),
-        F.format_string("%015d%020d", F.col("__source_ts_ms"), F.col("__lsn")).alias(
-            "cdc_ordering"
-        ),
+        F.format_string(
+            "%015d%020d", F.col("__source_ts_ms"), F.coalesce(F.col("__lsn"), F.lit(0))
+        ).alias("cdc_ordering"),
         F.coalesce(F.date_format(order_date, "yyyy"), F.lit(NULL_PARTITION)).alias("order_year"),
     )
 

@@ -6,6 +6,9 @@ after the objects holding those records are uploaded. Object keys increase withi
 partition (start offset, zero-padded), so readers resume listing after the last key they saw.
 A restarted sink rewrites the same key for the same start offset, so redelivery never creates
 a second copy of an object.
+
+The metadata reports the sink consumer group's lag in records (topic end offsets minus its
+committed offsets); the ``sink_consumer_lag`` check WARNs past ``sink_lag_warn_records``.
 """
 
 import dagster as dg
@@ -13,14 +16,14 @@ from botocore.exceptions import ClientError
 from dagster_aws.s3 import S3Resource
 
 from cdc_lake.defs.streaming.assets import TOPIC_KEY
-from cdc_lake.raw.objects import list_new_objects
+from cdc_lake.raw.objects import RawLayout, list_objects
 from cdc_lake.resources import (
     CdcPipelineResource,
     ConnectResource,
     KafkaResource,
     PostgresResource,
 )
-from cdc_lake.streaming.topics import wait_for_consumer
+from cdc_lake.streaming.topics import consumer_lag, wait_for_consumer
 
 RAW_KEY = dg.AssetKey(["s3", "raw", "cdc_events"])
 
@@ -64,8 +67,10 @@ def raw_cdc_files(
     ends = wait_for_consumer(
         kafka.client_conf(), cdc.sink_consumer_group, cdc.topic, timeout_s=cdc.connector_timeout_s
     )
-    objects, cursor = list_new_objects(client, cdc.raw_bucket, cdc.raw_prefix, {})
+    listing = list_objects(client, cdc.raw_bucket, RawLayout(cdc.raw_prefix, cdc.topic))
+    objects = listing.objects
     last_key = max((o.key for o in objects), default=None)
+    cursor = {str(o.partition): o.key for o in sorted(objects)}  # the last key per partition
     return dg.MaterializeResult(
         metadata={
             "location": dg.MetadataValue.path(f"s3://{cdc.raw_bucket}/{cdc.raw_prefix}"),
@@ -73,7 +78,12 @@ def raw_cdc_files(
             "bytes": dg.MetadataValue.int(sum(o.size for o in objects)),
             "last_key": dg.MetadataValue.text(last_key or ""),
             "last_key_per_partition": dg.MetadataValue.json(cursor),
+            "ignored_keys": dg.MetadataValue.int(len(listing.ignored)),
             "records_flushed": dg.MetadataValue.int(sum(ends.values())),
+            # Measured after the wait: what reached the topic since (see sink_consumer_lag).
+            "sink_consumer_lag_records": dg.MetadataValue.int(
+                sum(consumer_lag(kafka.client_conf(), cdc.sink_consumer_group, cdc.topic).values())
+            ),
             "connector": dg.MetadataValue.text(name),
             "connector_action": dg.MetadataValue.text(action),
             "connector_state": dg.MetadataValue.text(status["connector"]["state"]),
