@@ -61,9 +61,7 @@ def _cell(value: object) -> str:
     return str(value)
 
 
-def pytest_terminal_summary(
-    terminalreporter: Any, exitstatus: int, config: pytest.Config
-) -> None:
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
     records = config.stash.get(RESULTS, [])
     if not records:
         return

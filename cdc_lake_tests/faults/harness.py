@@ -106,9 +106,6 @@ class LakeDiff:
     def clean(self) -> bool:
         return not (self.lost or self.duplicated or self.extra or self.stale)
 
-    def counts(self) -> dict[str, int]:
-        return {k: len(getattr(self, k)) for k in ("lost", "duplicated", "extra", "stale")}
-
     def describe(self) -> str:
         parts = [f"{self.source_rows} source rows, {self.lake_rows} lake rows"]
         for name in ("lost", "duplicated", "extra", "stale"):
@@ -132,10 +129,15 @@ def kill_service(stack: LocalStack, name: str) -> int:
         raise RuntimeError(f"{name} is not running: nothing to kill")
     os.kill(pid, signal.SIGKILL)
     with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, signal.SIGKILL)
-    terminate(pidfile, signal.SIGKILL, timeout_s=10)  # waits, reaps, clears the pid file
-    if pid_alive(pid):
-        raise RuntimeError(f"{name} (pid {pid}) survived SIGKILL")
+        os.killpg(pid, signal.SIGKILL)  # a server runs in a session of its own
+    deadline = time.monotonic() + 10
+    while pid_alive(pid):
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{name} (pid {pid}) survived SIGKILL")
+        time.sleep(0.05)
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)  # reaped if this process started it
+    pidfile.clear()  # so that LocalStack.up() starts it again
     return pid
 
 
@@ -241,7 +243,8 @@ class WorkloadThread(threading.Thread):
 
 # --- topic ---------------------------------------------------------------------------------
 class TopicWatcher:
-    """Reads a topic incrementally: records seen and the highest ``__lsn`` among them."""
+    """Reads a topic incrementally: records seen, the highest ``__lsn``, each order's latest
+    change (by ``__source_ts_ms`` then ``__lsn``, as the lake orders them)."""
 
     def __init__(self, conf: Mapping[str, Any], topic: str):
         self.conf, self.topic = dict(conf), topic

@@ -53,7 +53,9 @@ def test_server_restarted_mid_workload(
         p.refresh()
     diff = p.compare(spark)
     fault_record.done(
-        p, diff, f"{service} down {DOWN_S:.0f}s after {BEFORE} changes; workload reconnects "
-        f"{workload.reconnects}"
+        p,
+        diff,
+        f"{service} down {DOWN_S:.0f}s after {BEFORE} changes; workload reconnects "
+        f"{workload.reconnects}",
     )
     assert diff.clean, diff.describe()

@@ -88,7 +88,5 @@ def test_connect_killed_during_initial_snapshot(
     with fault_record.phase("refresh"):
         p.refresh()
     diff = p.compare(spark)
-    fault_record.done(
-        p, diff, f"killed with {after_kill} of {rows} snapshot records in Kafka"
-    )
+    fault_record.done(p, diff, f"killed with {after_kill} of {rows} snapshot records in Kafka")
     assert diff.clean, diff.describe()
