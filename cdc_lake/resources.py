@@ -38,6 +38,7 @@ from cdc_lake.streaming.connect_config import (
 from cdc_lake.streaming.msk_connect import (
     MskConnectClient,
     MskConnectSettings,
+    missing_msk_env,
     secrets_manager_ref,
 )
 
@@ -342,18 +343,50 @@ class ProdSettingsError(ValueError):
     """A production setting is missing or invalid; the message names every variable."""
 
 
-def _need(environ: Mapping[str, str], names: list[str]) -> None:
-    missing = [n for n in names if not environ.get(n)]
-    if missing:
-        raise ProdSettingsError(
-            "CDC_LAKE_ENV=prod needs these variables, which are not set: "
-            + ", ".join(missing)
-            + ". See docs/deploy.md."
+# Required in every production setup; prod_required_env adds those of the chosen modes.
+PROD_REQUIRED = (
+    "CDC_LAKE_PG_HOST",
+    "CDC_LAKE_PG_DATABASE",
+    "CDC_LAKE_PG_USER",
+    "CDC_LAKE_KAFKA_BOOTSTRAP",
+    "CDC_LAKE_RAW_BUCKET",
+    "CDC_LAKE_LAKE_BUCKET",
+)
+SPARK_TARGET_REQUIRED = {
+    "emr-step": ("CDC_LAKE_EMR_CLUSTER_ID",),
+    "emr-serverless": ("CDC_LAKE_EMR_SERVERLESS_APP_ID", "CDC_LAKE_EMR_EXECUTION_ROLE_ARN"),
+}
+
+
+def check_prod_env(environ: Mapping[str, str]) -> None:
+    """Raise one ProdSettingsError naming every missing variable (of the base settings, the
+    Connect mode and the Spark target) and every bad value, so one fix round is enough."""
+    missing = [n for n in PROD_REQUIRED if not environ.get(n)]
+    problems = []
+    if environ.get("CDC_LAKE_CONNECT_MODE", "msk") == "msk":
+        # MskConnectResource reads these when a run starts; name them now, with the rest.
+        missing += [n for n in missing_msk_env(environ) if n not in missing]
+    elif not environ.get("CDC_LAKE_CONNECT_URL"):
+        missing.append("CDC_LAKE_CONNECT_URL")
+    target = environ.get("CDC_LAKE_SPARK_TARGET", "emr-step")
+    if target in SPARK_TARGET_REQUIRED:
+        missing += [n for n in SPARK_TARGET_REQUIRED[target] if not environ.get(n)]
+    else:
+        problems.append(
+            f"CDC_LAKE_SPARK_TARGET={target!r} is not a target; use 'emr-step' or 'emr-serverless'"
         )
+    if missing:
+        problems.insert(
+            0,
+            "CDC_LAKE_ENV=prod needs these variables, which are not set: " + ", ".join(missing),
+        )
+    if problems:
+        raise ProdSettingsError(". ".join(problems) + ". See docs/deploy.md.")
 
 
 def prod_spark_jobs(environ: Mapping[str, str], region: str, lake_bucket: str) -> SparkJobsResource:
-    """``CDC_LAKE_SPARK_TARGET``: ``emr-step`` (default) or ``emr-serverless``."""
+    """``CDC_LAKE_SPARK_TARGET``: ``emr-step`` (default) or ``emr-serverless``. The caller has
+    run ``check_prod_env``."""
     target = environ.get("CDC_LAKE_SPARK_TARGET", "emr-step")
     common: dict[str, Any] = {
         "region": region,
@@ -362,18 +395,12 @@ def prod_spark_jobs(environ: Mapping[str, str], region: str, lake_bucket: str) -
         "pipes_bucket": environ.get("CDC_LAKE_PIPES_BUCKET", lake_bucket),
     }
     if target == "emr-step":
-        _need(environ, ["CDC_LAKE_EMR_CLUSTER_ID"])
         return EmrStepSparkJobs(cluster_id=environ["CDC_LAKE_EMR_CLUSTER_ID"], **common)
-    if target == "emr-serverless":
-        _need(environ, ["CDC_LAKE_EMR_SERVERLESS_APP_ID", "CDC_LAKE_EMR_EXECUTION_ROLE_ARN"])
-        return EmrServerlessSparkJobs(
-            application_id=environ["CDC_LAKE_EMR_SERVERLESS_APP_ID"],
-            execution_role_arn=environ["CDC_LAKE_EMR_EXECUTION_ROLE_ARN"],
-            log_uri=environ.get("CDC_LAKE_EMR_LOG_URI"),
-            **common,
-        )
-    raise ProdSettingsError(
-        f"CDC_LAKE_SPARK_TARGET={target!r} is not a target; use 'emr-step' or 'emr-serverless'"
+    return EmrServerlessSparkJobs(
+        application_id=environ["CDC_LAKE_EMR_SERVERLESS_APP_ID"],
+        execution_role_arn=environ["CDC_LAKE_EMR_EXECUTION_ROLE_ARN"],
+        log_uri=environ.get("CDC_LAKE_EMR_LOG_URI"),
+        **common,
     )
 
 
@@ -385,17 +412,7 @@ def prod_resources(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
     example the ECS task's ``secrets``). Everything on AWS authenticates with the role of the
     process (boto3's default chain): no access key is configured here."""
     env = os.environ if environ is None else environ
-    _need(
-        env,
-        [
-            "CDC_LAKE_PG_HOST",
-            "CDC_LAKE_PG_DATABASE",
-            "CDC_LAKE_PG_USER",
-            "CDC_LAKE_KAFKA_BOOTSTRAP",
-            "CDC_LAKE_RAW_BUCKET",
-            "CDC_LAKE_LAKE_BUCKET",
-        ],
-    )
+    check_prod_env(env)
     region = env.get("CDC_LAKE_AWS_REGION") or env.get("AWS_REGION") or "us-east-1"
     lake_bucket = env["CDC_LAKE_LAKE_BUCKET"]
     msk_connect = env.get("CDC_LAKE_CONNECT_MODE", "msk") == "msk"
@@ -403,7 +420,6 @@ def prod_resources(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
     if msk_connect:
         connect = MskConnectResource(region=region)
     else:
-        _need(env, ["CDC_LAKE_CONNECT_URL"])
         connect = KafkaConnectResource(url=env["CDC_LAKE_CONNECT_URL"])
     return {
         "postgres": PostgresResource(

@@ -158,6 +158,16 @@ def _missing_error(missing: list[str]) -> ValueError:
     return ValueError(f"missing environment variables: {', '.join(missing)}")
 
 
+def missing_msk_env(environ: Mapping[str, str]) -> list[str]:
+    """The required MSK Connect variables that are not set (each by its first name), so a
+    caller can name them together with its own missing ones."""
+    return [
+        names[0]
+        for _, names, required in ENV_VARS
+        if required and not any(environ.get(n, "").strip() for n in names)
+    ]
+
+
 @dataclass(frozen=True)
 class MskConnectSettings:
     """Where and how the connectors run on MSK Connect (``from_env`` lists the variables)."""
@@ -225,13 +235,13 @@ class MskConnectSettings:
         CDC_LAKE_MSK_MIN_WORKERS with CDC_LAKE_MSK_MAX_WORKERS (autoscaling);
         CDC_LAKE_MSK_CONNECT_VERSION; CDC_LAKE_MSK_TOPIC_REPLICATION; CDC_LAKE_MSK_NAME_PREFIX.
         """
+        missing = missing_msk_env(environ)
+        if missing:
+            raise _missing_error(missing)
         values: dict[str, Any] = {}
-        missing: list[str] = []
-        for attr, names, required in ENV_VARS:
+        for attr, names, _ in ENV_VARS:
             found = [(n, environ[n].strip()) for n in names if environ.get(n, "").strip()]
             if not found:
-                if required:
-                    missing.append(names[0])
                 continue
             name, raw = found[0]
             if attr in LIST_FIELDS:
@@ -243,8 +253,6 @@ class MskConnectSettings:
                     raise ValueError(f"{name}={raw!r} is not an integer") from None
             else:
                 values[attr] = raw
-        if missing:
-            raise _missing_error(missing)
         return cls(**values)
 
     # --- request parts ---------------------------------------------------------------------
@@ -889,6 +897,12 @@ def cmd_msk_deploy(
 ) -> int:
     env = os.environ if environ is None else environ
     try:
+        # Both halves' missing variables in one message, not one half after the other.
+        missing = missing_msk_env(env) + [
+            n for n in SOURCE_ENV_REQUIRED if not env.get(n, "").strip()
+        ]
+        if missing:
+            raise _missing_error(missing)
         msk = MskConnectSettings.from_env(env)
         connectors = connector_settings_from_env(env, msk)
         provider_dir = args.config_provider_dir or env.get("CDC_LAKE_MSK_CONFIG_PROVIDER_DIR")

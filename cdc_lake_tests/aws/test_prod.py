@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import boto3
 import dagster as dg
 import pytest
@@ -25,6 +27,10 @@ PROD_ENV = {
     "CDC_LAKE_RAW_BUCKET": "acme-cdc-raw",
     "CDC_LAKE_LAKE_BUCKET": "acme-cdc-lake",
     "CDC_LAKE_EMR_CLUSTER_ID": "j-1ABCDEF",
+    "CDC_LAKE_MSK_SUBNETS": "subnet-1",
+    "CDC_LAKE_MSK_SECURITY_GROUPS": "sg-1",
+    "CDC_LAKE_MSK_CONNECT_ROLE_ARN": "arn:aws:iam::123456789012:role/connect",
+    "CDC_LAKE_MSK_PLUGIN_BUCKET": "acme-connect-plugins",
 }
 
 
@@ -38,6 +44,46 @@ def test_prod_names_every_missing_variable():
         prod_resources({**PROD_ENV, "CDC_LAKE_SPARK_TARGET": "emr-serverless"})
     with pytest.raises(ValueError, match="'staging' is not a known environment"):
         build_resources("staging")
+
+
+@pytest.mark.parametrize(
+    ("extra", "mode_vars"),
+    [
+        ({}, ["CDC_LAKE_EMR_CLUSTER_ID", "CDC_LAKE_MSK_SUBNETS", "CDC_LAKE_MSK_PLUGIN_BUCKET"]),
+        (
+            {"CDC_LAKE_SPARK_TARGET": "emr-serverless", "CDC_LAKE_CONNECT_MODE": "self-managed"},
+            [
+                "CDC_LAKE_EMR_SERVERLESS_APP_ID",
+                "CDC_LAKE_EMR_EXECUTION_ROLE_ARN",
+                "CDC_LAKE_CONNECT_URL",
+            ],
+        ),
+    ],
+)
+def test_prod_names_every_missing_variable_in_one_message(
+    monkeypatch: pytest.MonkeyPatch, extra: dict[str, str], mode_vars: list[str]
+):
+    # The variables of the chosen Spark target and Connect mode come in the same message as
+    # the base ones, not in a second round once those are set.
+    for name in list(os.environ):
+        if name.startswith("CDC_LAKE_") or name == "AWS_REGION":
+            monkeypatch.delenv(name)
+    for name, value in {"CDC_LAKE_ENV": "prod", "CDC_LAKE_PG_HOST": "h", **extra}.items():
+        monkeypatch.setenv(name, value)
+    with pytest.raises(ProdSettingsError) as info:
+        build_resources()
+    message = str(info.value)
+    for name in ["CDC_LAKE_PG_DATABASE", "CDC_LAKE_LAKE_BUCKET", *mode_vars]:
+        assert name in message, name
+    assert "CDC_LAKE_PG_HOST" not in message
+    assert message.count("not set") == 1
+
+
+def test_prod_names_a_bad_spark_target_with_the_missing_variables():
+    with pytest.raises(ProdSettingsError) as info:
+        prod_resources({"CDC_LAKE_PG_HOST": "h", "CDC_LAKE_SPARK_TARGET": "glue"})
+    assert "'glue' is not a target" in str(info.value)
+    assert "CDC_LAKE_LAKE_BUCKET" in str(info.value)
 
 
 def test_prod_resources_point_at_aws_and_hold_no_secret():

@@ -789,6 +789,15 @@ def test_cli_reports_missing_variables(capsys):
     assert "CDC_LAKE_AWS_REGION" in err and "CDC_LAKE_MSK_PLUGIN_BUCKET" in err
 
 
+def test_cli_names_the_msk_and_the_source_variables_in_one_message(capsys):
+    args = parse(["msk", "deploy"])
+    assert args.func(args, environ={"CDC_LAKE_PG_HOST": "db.internal"}) == 2
+    err = capsys.readouterr().err
+    for name in ("CDC_LAKE_MSK_SUBNETS", "CDC_LAKE_PG_DATABASE", "CDC_LAKE_RAW_BUCKET"):
+        assert name in err, name
+    assert "CDC_LAKE_PG_HOST" not in err
+
+
 def test_cli_dry_run_prints_the_plan_without_calling_aws(dirs: MskPluginDirs, capsys):
     env = {
         "CDC_LAKE_AWS_REGION": REGION,
