@@ -16,7 +16,7 @@ import boto3
 import dagster as dg
 import psycopg2
 from dagster_aws.s3 import S3Resource
-from dagster_pyspark import PySparkResource
+from dagster_pyspark import LazyPySparkResource
 from psycopg2.extensions import connection as PgConnection
 
 from cdc_lake.aws.glue import glue_sync_options, register_parquet_table
@@ -303,7 +303,8 @@ def local_resources(
 ) -> dict[str, Any]:
     """The local stack's resource set. Secrets are EnvVars; ``local_secret_env`` has values."""
     s = settings or StackSettings.from_env()
-    pyspark = PySparkResource(spark_config=spark_conf(s, with_keys=False))
+    # Lazy: the JVM starts with the first Spark job, not with every run that could use one.
+    pyspark = LazyPySparkResource(spark_config=spark_conf(s))
     s3 = S3Resource(
         endpoint_url=s.s3_endpoint,
         region_name=s.region,

@@ -27,7 +27,7 @@ import dagster as dg
 from dagster._core.pipes.client import PipesClientCompletedInvocation
 from dagster_aws.pipes import PipesEMRServerlessClient, PipesS3MessageReader
 from dagster_aws.s3 import S3Resource
-from dagster_pyspark import PySparkResource
+from dagster_pyspark import LazyPySparkResource
 
 from cdc_lake.aws.emr_step import PipesEMRStepClient
 from cdc_lake.jobs.package import build_package, upload_package
@@ -54,13 +54,17 @@ class JobOutcome:
     checks: list[dg.AssetCheckResult] = field(default_factory=list)
 
     def materialize_result(
-        self, context: dg.AssetExecutionContext, **extra: Any
+        self,
+        context: dg.AssetExecutionContext,
+        data_version: dg.DataVersion | None = None,
+        **extra: Any,
     ) -> dg.MaterializeResult:
         """The result, with the check results of the checks selected in this run only."""
         selected = {key.name for key in context.selected_asset_check_keys}
         return dg.MaterializeResult(
             metadata={**self.metadata, **extra},
             check_results=[c for c in self.checks if c.check_name in selected],
+            data_version=data_version,
         )
 
 
@@ -119,9 +123,10 @@ class SparkJobsResource(dg.ConfigurableResource):
 
 
 class LocalSparkJobs(SparkJobsResource):
-    """The job in this process, on the PySpark resource's local Spark session."""
+    """The job in this process, on the PySpark resource's local Spark session. It is lazy: the
+    session starts with the first job, so a run that needs none starts no JVM."""
 
-    pyspark: PySparkResource
+    pyspark: LazyPySparkResource
     s3: S3Resource
 
     def run(

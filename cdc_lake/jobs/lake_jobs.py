@@ -10,9 +10,12 @@ unchanged through Pipes extras and messages.
   table back and evaluates the Spark-side CDC checks (``order_id_unique``,
   ``no_deleted_orders``), and the digest of the live rows (keys and content, see
   ``cdc_lake/lake/digest.py``) that the ``matches_source`` check compares with the outbox without
-  a second Spark job.
+  a second Spark job. With nothing new it commits nothing and reports the newest commit's
+  figures (``commit_instant``, counts) with ``new_commit`` false.
 - ``order_items``: rebuilds the flattened order items from the current snapshot (Parquet,
-  overwrite) and evaluates its checks (``revenue_non_negative``, ``orders_exist_in_lake``).
+  overwrite) and evaluates its checks (``revenue_non_negative``, ``orders_exist_in_lake``). It
+  reports the Hudi commit it was built from (``hudi_commit_instant``), so a later run can tell
+  the table has not changed since.
 
 Metadata values use the Pipes wire form ``{"raw_value": ..., "type": ...}``; check results are
 ``{"check_name", "passed", "severity", "metadata"}``.
@@ -26,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from pyspark.sql import functions as F
 
 from cdc_lake.lake.digest import ROW_HASH, empty_digest, spark_digest, spark_row_hash
-from cdc_lake.lake.hudi import HudiTableConfig, table_exists
+from cdc_lake.lake.hudi import HudiTableConfig, latest_commit, table_exists
 from cdc_lake.lake.ingest import RawSource, ingest_new_files, read_table
 from cdc_lake.lake.transforms import flatten_order_items
 
@@ -68,10 +71,13 @@ def run_upsert(spark: SparkSession, s3_client: Any, params: dict[str, Any]) -> J
         quarantine_path=quarantine_path,
         replay_from=params.get("replay_from_offset"),
     )
-    commit = result.committed
+    exists = table_exists(spark, table.base_path)
+    # Nothing committed: report the newest commit's figures, never "none" over a real table.
+    commit = result.committed or (latest_commit(spark, table.base_path) if exists else None)
     report = JobReport()
     report.metadata = {
         "commit_instant": meta(commit.instant if commit else "none", "text"),
+        "new_commit": meta(result.committed is not None, "bool"),
         "records_inserted": meta(commit.inserts if commit else 0, "int"),
         "records_updated": meta(commit.updates if commit else 0, "int"),
         "records_deleted": meta(commit.deletes if commit else 0, "int"),
@@ -82,6 +88,8 @@ def run_upsert(spark: SparkSession, s3_client: Any, params: dict[str, Any]) -> J
         "quarantined_lines": meta(result.quarantined, "int"),
         "lines_already_ingested": meta(result.lines_skipped, "int"),
         "offset_gaps": meta(result.offset_gaps, "int"),
+        # A completed snapshot in the batch deletes the live orders it no longer held.
+        "orders_absent_from_snapshot": meta(result.absent_from_snapshot, "int"),
         "ignored_raw_keys": meta(len(result.ignored_keys), "int"),
         "ignored_raw_keys_sample": meta(result.ignored_keys[:10], "json"),
         "table_path": meta(table.base_path, "path"),
@@ -90,7 +98,7 @@ def run_upsert(spark: SparkSession, s3_client: Any, params: dict[str, Any]) -> J
         "s3_list_requests": meta(result.list_requests, "int"),
         "seconds": meta(round(result.seconds, 2), "float"),
     }
-    if not table_exists(spark, table.base_path):
+    if not exists:
         report.metadata["dagster/row_count"] = meta(0, "int")
         report.metadata["live_key_digest"] = meta(empty_digest(), "json")
         reason = meta("table does not exist yet: no raw files ingested", "text")
@@ -163,6 +171,8 @@ def preview_markdown(items: DataFrame, limit: int = 10) -> str:
 
 def run_order_items(spark: SparkSession, params: dict[str, Any]) -> JobReport:
     table_path, items_path = params["table_path"], params["items_path"]
+    # Read before the snapshot: a commit landing in between makes the next run rebuild again.
+    built_from = latest_commit(spark, table_path)
     flatten_order_items(read_table(spark, table_path)).write.mode("overwrite").parquet(items_path)
     written = spark.read.parquet(items_path).cache()
     report = JobReport()
@@ -177,6 +187,7 @@ def run_order_items(spark: SparkSession, params: dict[str, Any]) -> JobReport:
             "customer_stats": meta(customer_rows(written), "json"),
             "preview": meta(preview_markdown(written), "md"),
             "path": meta(items_path, "path"),
+            "hudi_commit_instant": meta(built_from.instant if built_from else "none", "text"),
         }
         bad = written.where((F.col("revenue") < 0) | F.col("revenue").isNull()).count()
         report.check("revenue_non_negative", bad == 0, negative_or_null_revenue=meta(bad, "int"))

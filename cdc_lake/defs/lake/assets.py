@@ -8,15 +8,33 @@ wins by (source ts_ms, LSN), within a batch and across batches that arrive out o
 Deletes are applied (hard by default). A malformed line fails the run, naming the object key
 and line, and commits nothing; with ``quarantine`` on, bad lines go to the quarantine prefix and
 the run goes on. A run with nothing new commits nothing.
+
+A run with nothing new starts no Spark when it can tell without it: the checkpoint of the
+asset's latest materialization, the table's newest commit on S3 equal to the one that
+materialization reports (one listing of the Hudi timeline, ``cdc_lake/lake/timeline.py``), and
+no raw object past that checkpoint (``cdc_lake/lake/checkpoint.py``'s ``pending``). It then
+materializes again with the last commit's figures (commit instant, counts, checkpoint, row
+count, digest) and check results, ``new_commit: false``, and zero for what it read, so the
+UI, the sensor and ``matches_source`` keep seeing the last real commit
+(``cdc_lake/defs/unchanged.py``). Anything else (no earlier materialization, a table that moved
+without this instance, a replay) takes the Spark path, which also reports the newest commit's
+figures when it commits nothing. The data version is the commit instant.
 The Spark job (``cdc_lake/jobs/lake_jobs.py``) runs on local Spark or on EMR, as the
 ``spark_jobs`` resource decides, and evaluates the key and delete checks right after its commit.
 See ``cdc_lake/lake/ingest.py`` for the details.
 """
 
+import time
+
 import dagster as dg
+from dagster_aws.s3 import S3Resource
 from pydantic import Field
 
 from cdc_lake.defs.raw.assets import RAW_KEY
+from cdc_lake.defs.unchanged import carried_check_results, carried_metadata, latest_materialization
+from cdc_lake.lake.checkpoint import is_legacy, pending
+from cdc_lake.lake.timeline import newest_commit_instant
+from cdc_lake.raw.objects import RawLayout
 from cdc_lake.resources import CdcPipelineResource, LakeResource
 from cdc_lake.spark_jobs import SparkJobsResource
 
@@ -55,13 +73,70 @@ def cdc_events_hudi(
     spark_jobs: SparkJobsResource,
     cdc: CdcPipelineResource,
     lake: LakeResource,
+    s3: S3Resource,
 ) -> dg.MaterializeResult:
     """The current state of every order, one row per order_id, upserted from the raw CDC files
     into an Apache Hudi table (COPY_ON_WRITE by default). Dates are DATE, updated_at TIMESTAMP;
     order_items, products, customer, employee, shipper and shipment stay JSON strings."""
     if config.replay_from_offset is not None:
         context.log.info(f"replaying the raw files from offset {config.replay_from_offset}")
+    elif (same := _nothing_new(context, s3, cdc, lake)) is not None:
+        return same
     outcome = spark_jobs.run(context, "upsert", lake.upsert_params(cdc, config.replay_from_offset))
-    if outcome.metadata["commit_instant"].value == "none":
-        context.log.info("no new raw lines since the checkpoint: nothing committed")
-    return outcome.materialize_result(context)
+    instant = str(outcome.metadata["commit_instant"].value)
+    if not outcome.metadata["new_commit"].value:
+        context.log.info(f"no new raw lines since the checkpoint: nothing committed ({instant})")
+    version = dg.DataVersion(instant) if instant != "none" else None
+    return outcome.materialize_result(context, data_version=version)
+
+
+def _nothing_new(
+    context: dg.AssetExecutionContext, s3: S3Resource, cdc: CdcPipelineResource, lake: LakeResource
+) -> dg.MaterializeResult | None:
+    """The carried-forward result when the table provably has all there is, else None."""
+    t0 = time.monotonic()
+    previous = latest_materialization(context.instance, HUDI_KEY)
+    if previous is None:
+        return None
+    meta = previous[1]
+    instant = meta.get("commit_instant")
+    stored = meta.get("checkpoint")
+    checkpoint = stored.value if stored is not None else None
+    if instant is None or instant.value == "none" or not isinstance(checkpoint, dict):
+        return None
+    if not checkpoint or is_legacy(checkpoint):
+        return None
+    client = s3.get_client()
+    newest = newest_commit_instant(client, lake.lake_bucket, lake.table_prefix)
+    if newest != instant.value:
+        # Committed to (or rolled back) without this instance seeing it: Spark reads Hudi itself.
+        context.log.info(f"the table's newest commit is {newest}, not {instant.value}")
+        return None
+    plan = pending(client, cdc.raw_bucket, RawLayout(cdc.raw_prefix, cdc.topic), checkpoint)
+    if plan.objects:
+        return None
+    context.log.info(
+        f"nothing new past the checkpoint and the table is still at commit {instant.value}: "
+        "no Spark, the last commit's figures are carried forward"
+    )
+    zero = dg.MetadataValue.int(0)
+    result = carried_metadata(
+        previous,
+        new_commit=dg.MetadataValue.bool(False),
+        files_read=zero,
+        bytes_read=zero,
+        events_read=zero,
+        events_upserted=zero,
+        quarantined_lines=zero,
+        lines_already_ingested=zero,
+        offset_gaps=zero,
+        ignored_raw_keys=dg.MetadataValue.int(len(plan.ignored)),
+        ignored_raw_keys_sample=dg.MetadataValue.json(plan.ignored[:10]),
+        s3_list_requests=dg.MetadataValue.int(plan.list_requests + 1),  # + the timeline's
+        seconds=dg.MetadataValue.float(round(time.monotonic() - t0, 2)),
+    )
+    return dg.MaterializeResult(
+        metadata=result,
+        check_results=carried_check_results(context, HUDI_KEY),
+        data_version=dg.DataVersion(str(instant.value)),
+    )

@@ -1,19 +1,39 @@
 """The flattened order items: one row per order line of the Hudi table's current snapshot.
 
-Rebuilt in full from the snapshot each time and written as Parquet (overwrite), by the same
-Spark job locally and on EMR, which also evaluates the two checks (revenue never negative,
-every line's order live in the lake). Deleted orders are gone from the snapshot, so their lines
-are gone too. In production the Parquet is registered in the Glue database for Athena.
+Rebuilt in full from the snapshot when the table has changed, written as Parquet (overwrite),
+by the same Spark job locally and on EMR, which also evaluates the two checks (revenue never
+negative, every line's order live in the lake). Deleted orders are gone from the snapshot, so
+their lines are gone too. In production the Parquet is registered in the Glue database for
+Athena.
+
+Unchanged table, no rebuild: each build records the Hudi commit it read
+(``hudi_commit_instant``). When the table's newest commit (one listing of its timeline on S3,
+no Spark) is still that one and the Parquet is there, the run rebuilds nothing: it
+materializes again with the last build's figures and check results and ``unchanged: true``
+(``cdc_lake/defs/unchanged.py``). Run config ``rebuild`` forces a rebuild. The data version is
+the Hudi commit the items were built from.
 """
 
 import dagster as dg
+from dagster_aws.s3 import S3Resource
+from pydantic import Field
 
 from cdc_lake.defs.lake.assets import HUDI_KEY
+from cdc_lake.defs.unchanged import carried_check_results, carried_metadata, latest_materialization
+from cdc_lake.lake.timeline import newest_commit_instant
 from cdc_lake.marts.report import chart_markdown, chart_png
 from cdc_lake.resources import LakeResource
 from cdc_lake.spark_jobs import SparkJobsResource
 
 ORDER_ITEMS_KEY = dg.AssetKey(["s3", "marts", "order_items"])
+
+
+class OrderItemsConfig(dg.Config):
+    rebuild: bool = Field(
+        default=False,
+        description="Rebuild from the Hudi snapshot even if the table has not changed since "
+        "the last build.",
+    )
 
 
 @dg.asset(
@@ -35,10 +55,16 @@ ORDER_ITEMS_KEY = dg.AssetKey(["s3", "marts", "order_items"])
     ],  # fmt: skip
 )
 def order_items(
-    context: dg.AssetExecutionContext, spark_jobs: SparkJobsResource, lake: LakeResource
+    context: dg.AssetExecutionContext,
+    config: OrderItemsConfig,
+    spark_jobs: SparkJobsResource,
+    lake: LakeResource,
+    s3: S3Resource,
 ) -> dg.MaterializeResult:
     """One row per order item: customer_id, order_id, order_date, product_id, product_name,
     unit_price, quantity, discount and revenue = unit_price × quantity × (1 − discount)."""
+    if not config.rebuild and (same := _unchanged(context, lake, s3)) is not None:
+        return same
     outcome = spark_jobs.run(context, "order_items", lake.order_items_params())
     stats = outcome.metadata["customer_stats"].value
     top = [{k: s[k] for k in ("customer_id", "revenue", "orders")} for s in stats[:5]]
@@ -53,4 +79,31 @@ def order_items(
         f"{outcome.metadata['dagster/row_count'].value} order items, "
         f"revenue {outcome.metadata['total_revenue'].value:,.2f}"
     )
-    return outcome.materialize_result(context, **extra)
+    built_from = str(outcome.metadata["hudi_commit_instant"].value)
+    extra["unchanged"] = dg.MetadataValue.bool(False)
+    version = dg.DataVersion(built_from) if built_from != "none" else None
+    return outcome.materialize_result(context, data_version=version, **extra)
+
+
+def _unchanged(
+    context: dg.AssetExecutionContext, lake: LakeResource, s3: S3Resource
+) -> dg.MaterializeResult | None:
+    """The carried-forward result when the items were built from the table's newest commit."""
+    previous = latest_materialization(context.instance, ORDER_ITEMS_KEY)
+    built_from = previous[1].get("hudi_commit_instant") if previous else None
+    if previous is None or built_from is None or built_from.value == "none":
+        return None
+    client = s3.get_client()
+    if newest_commit_instant(client, lake.lake_bucket, lake.table_prefix) != built_from.value:
+        return None
+    items = client.list_objects_v2(
+        Bucket=lake.lake_bucket, Prefix=lake.order_items_prefix.strip("/") + "/", MaxKeys=1
+    )
+    if not items.get("KeyCount"):
+        return None  # the Parquet is gone: rebuild it
+    context.log.info(f"the Hudi table is still at commit {built_from.value}: nothing to rebuild")
+    return dg.MaterializeResult(
+        metadata=carried_metadata(previous, unchanged=dg.MetadataValue.bool(True)),
+        check_results=carried_check_results(context, ORDER_ITEMS_KEY),
+        data_version=dg.DataVersion(str(built_from.value)),
+    )
