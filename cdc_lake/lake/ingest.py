@@ -13,8 +13,10 @@ One run:
 4. refuses the whole batch if any of those lines is bad: the error names the object key and
    line, and nothing is committed. With ``quarantine`` on, bad lines are written to the
    quarantine prefix instead, and the rest goes on;
-5. keeps the latest change per order (``cdc_lake/lake/transforms.py``) and upserts it. The new
-   checkpoint goes into the same Hudi commit.
+5. keeps the latest change per order (``cdc_lake/lake/transforms.py``). When the batch holds the
+   last record of a completed Debezium snapshot, the live orders older than that snapshot are
+   deleted (``cdc_lake/lake/snapshots.py``): the snapshot no longer held them;
+6. upserts the result. The new checkpoint goes into the same Hudi commit.
 
 So a run with nothing new commits nothing. A crash before the commit leaves the old checkpoint:
 the same lines are read again and give the same result. A replay (``replay_from``) reads again
@@ -30,8 +32,15 @@ from typing import TYPE_CHECKING, Any
 from pyspark.sql import functions as F
 
 from cdc_lake.lake import checkpoint as C
+from cdc_lake.lake import snapshots as S
 from cdc_lake.lake import transforms as T
-from cdc_lake.lake.hudi import CommitInfo, HudiTableConfig, latest_checkpoint, latest_commit
+from cdc_lake.lake.hudi import (
+    CommitInfo,
+    HudiTableConfig,
+    latest_checkpoint,
+    latest_commit,
+    table_exists,
+)
 from cdc_lake.raw.objects import RawLayout, RawObject
 
 if TYPE_CHECKING:
@@ -69,6 +78,8 @@ class IngestResult:
     checkpoint: dict[str, Any] = field(default_factory=dict)
     ignored_keys: list[str] = field(default_factory=list)
     offset_gaps: int = 0  # offsets missing between the checkpoint and the newest line
+    snapshot_ts_ms: int | None = None  # a completed snapshot's time, when the batch ends one
+    absent_from_snapshot: int = 0  # live orders that snapshot no longer held: deleted
     list_requests: int = 0
     seconds: float = 0.0
 
@@ -168,6 +179,7 @@ def ingest_new_files(
     parsed = positioned.cache()
     fresh = parsed.where(F.col("kafka_offset") > after).cache()
     latest: DataFrame | None = None
+    absent: DataFrame | None = None
     try:
         result.lines_skipped = parsed.count() - fresh.count()
         progress, result.offset_gaps = _progress(fresh, objects, start)
@@ -188,6 +200,14 @@ def ingest_new_files(
         rows = T.to_lake_rows(good)
         result.events_read = rows.count()
         latest = T.latest_per_key(rows)
+        result.snapshot_ts_ms = S.completed_snapshot_ts(good)
+        if result.snapshot_ts_ms is not None:
+            rows_now = None
+            if table_exists(spark, table.base_path):
+                rows_now = read_table(spark, table.base_path)
+            absent = S.absent_from_snapshot(rows_now, latest, result.snapshot_ts_ms).persist()
+            result.absent_from_snapshot = absent.count()
+            latest = T.latest_per_key(latest.unionByName(absent))
         if table.delete_mode == "hard":
             latest = latest.withColumn("_hoodie_is_deleted", F.col("is_deleted"))
         # Counted and then written: kept, so the window over the batch is computed once.
@@ -200,6 +220,8 @@ def ingest_new_files(
     finally:
         if latest is not None:
             latest.unpersist()
+        if absent is not None:
+            absent.unpersist()
         fresh.unpersist()
         parsed.unpersist()
     result.committed = latest_commit(spark, table.base_path)

@@ -41,7 +41,8 @@ Deletes
     ``latest_per_key`` like any change: a delete newer than an update wins, an older one loses.
     The writer then removes the row (hard delete) or keeps it (soft delete, so an older event
     arriving in a later batch still loses to it). Readers such as ``flatten_order_items`` skip
-    deleted rows.
+    deleted rows. Orders that a completed snapshot no longer holds are deleted too, although no
+    delete event names them (``cdc_lake/lake/snapshots.py``).
 
 Idempotency
     Every function is deterministic: the same lines give the same rows and the same winner per
@@ -101,6 +102,8 @@ RAW_EVENT_SCHEMA = StructType(
         StructField("__schema", StringType()),
         StructField("__lsn", LongType()),
         StructField("__source_ts_ms", LongType()),
+        # Debezium's source.snapshot: first, true, last, ..., false or incremental.
+        StructField("__source_snapshot", StringType()),
         # Added by Connect's InsertField transform on the sink; absent in lines written before.
         StructField("__kafka_topic", StringType()),
         StructField("__kafka_partition", IntegerType()),
@@ -313,6 +316,12 @@ def split_valid(parsed: DataFrame) -> tuple[DataFrame, DataFrame]:
     return good, bad
 
 
+def ordering(ts: Column, lsn: Column) -> Column:
+    """The ``cdc_ordering`` value of (source ts_ms, LSN): zero-padded, so that its lexical order
+    is the numeric order; a null LSN counts as 0."""
+    return F.format_string("%015d%020d", ts, F.coalesce(lsn, F.lit(0)))
+
+
 def to_lake_rows(good: DataFrame) -> DataFrame:
     """Good events as rows of the lake table, columns as in ``LAKE_COLUMNS``."""
 
@@ -340,9 +349,7 @@ def to_lake_rows(good: DataFrame) -> DataFrame:
         (F.coalesce(F.col("__deleted") == "true", F.lit(False)) | (F.col("__op") == "d")).alias(
             "is_deleted"
         ),
-        F.format_string(
-            "%015d%020d", F.col("__source_ts_ms"), F.coalesce(F.col("__lsn"), F.lit(0))
-        ).alias("cdc_ordering"),
+        ordering(F.col("__source_ts_ms"), F.col("__lsn")).alias("cdc_ordering"),
         F.coalesce(F.date_format(order_date, "yyyy"), F.lit(NULL_PARTITION)).alias("order_year"),
     )
 
