@@ -2,18 +2,42 @@
 s3a pointed at an S3 endpoint.
 
 ``spark_conf`` is a plain dict so that the Dagster PySpark resource, tests and benchmarks all
-build the same session from it.
+build the same session from it. It holds no secret: pyspark hands every conf to spark-submit as
+a ``--conf`` argument, which any local user can read in ``ps``. s3a gets its keys either from
+the JVM's environment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY; the Dagster resource, EMR) or,
+in ``build_spark_session``, from the stack's credentials set in the running JVM's Hadoop
+configuration over py4j's authenticated local socket.
+
+A local session is also closed and quiet: the driver and its block manager listen on 127.0.0.1
+only, the log level is WARN (``conf/spark-log4j2.properties``, read as the JVM starts), there
+are no console progress bars, and the SQL warehouse sits in the state directory rather than in
+the working directory.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from cdc_lake.stack.process import StackError
 from cdc_lake.stack.settings import StackSettings
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+LOOPBACK = "127.0.0.1"
+LOG4J2_PROPERTIES = Path(__file__).resolve().parent / "conf" / "spark-log4j2.properties"
+DRIVER_JAVA_OPTIONS = (
+    "-Duser.timezone=UTC",
+    f"-Dlog4j2.configurationFile={LOG4J2_PROPERTIES}",
+    # Hudi's object sizer (JOL) prints "# WARNING" lines to stdout when it cannot attach to
+    # its own JVM: self-attach usually lets it. Its Serviceability Agent attach, which starts
+    # another JVM and needs ptrace, is skipped (it still prints one line saying so).
+    "-Djdk.attach.allowAttachSelf=true",
+    "-Djol.skipHotspotSAAttach=true",
+)
+SIMPLE_PROVIDER = "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider"
+ENV_PROVIDER = "com.amazonaws.auth.EnvironmentVariableCredentialsProvider"
 
 HUDI_CONF = {
     "spark.serializer": "org.apache.spark.serializer.KryoSerializer",
@@ -23,28 +47,11 @@ HUDI_CONF = {
 }
 
 
-def s3a_conf(
-    endpoint: str, region: str, access_key: str | None = None, secret_key: str | None = None
-) -> dict[str, str]:
-    """s3a against one endpoint. Without keys, the JVM reads AWS_ACCESS_KEY_ID and
-    AWS_SECRET_ACCESS_KEY from its environment, so no secret sits in the Spark config."""
-    keys = (
-        {
-            "spark.hadoop.fs.s3a.aws.credentials.provider": (
-                "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider"
-            ),
-            "spark.hadoop.fs.s3a.access.key": access_key,
-            "spark.hadoop.fs.s3a.secret.key": secret_key,
-        }
-        if access_key and secret_key
-        else {
-            "spark.hadoop.fs.s3a.aws.credentials.provider": (
-                "com.amazonaws.auth.EnvironmentVariableCredentialsProvider"
-            )
-        }
-    )
+def s3a_conf(endpoint: str, region: str, provider: str = ENV_PROVIDER) -> dict[str, str]:
+    """s3a against one endpoint. By default the JVM reads AWS_ACCESS_KEY_ID and
+    AWS_SECRET_ACCESS_KEY from its environment; no secret sits in the Spark config."""
     return {
-        **keys,
+        "spark.hadoop.fs.s3a.aws.credentials.provider": provider,
         "spark.hadoop.fs.s3a.impl": "org.apache.hadoop.fs.s3a.S3AFileSystem",
         "spark.hadoop.fs.s3a.endpoint": endpoint,
         "spark.hadoop.fs.s3a.endpoint.region": region,
@@ -56,29 +63,46 @@ def s3a_conf(
     }
 
 
-def spark_conf(
-    settings: StackSettings, shuffle_partitions: int = 4, with_keys: bool = True
-) -> dict[str, str]:
+def spark_conf(settings: StackSettings, shuffle_partitions: int = 4) -> dict[str, str]:
+    """A local session's config, without secrets: s3a reads its keys from the environment."""
     # No check for the jars here: building the config must work before they are installed.
     jars = settings.spark_jars()
-    keys = (settings.credentials.s3_access_key, settings.credentials.s3_secret_key)
     return {
         "spark.master": "local[*]",
         "spark.jars": ",".join(str(j) for j in jars),
         "spark.driver.memory": "2g",
         "spark.sql.shuffle.partitions": str(shuffle_partitions),
         "spark.default.parallelism": str(shuffle_partitions),
+        # The block manager binds the driver's bind address too.
+        "spark.driver.bindAddress": LOOPBACK,
+        "spark.driver.host": LOOPBACK,
         "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.warehouse.dir": str(settings.state_dir / "spark-warehouse"),
         "spark.sql.session.timeZone": "UTC",
-        "spark.driver.extraJavaOptions": "-Duser.timezone=UTC",
+        "spark.driver.extraJavaOptions": " ".join(DRIVER_JAVA_OPTIONS),
         **HUDI_CONF,
-        **s3a_conf(settings.s3_endpoint, settings.region, *(keys if with_keys else (None, None))),
+        **s3a_conf(settings.s3_endpoint, settings.region),
     }
+
+
+def set_s3a_keys(spark: SparkSession, access_key: str, secret_key: str) -> None:
+    """Give a running session's s3a its keys through the JVM's Hadoop configuration: they travel
+    over py4j's local socket, never in a process's arguments or environment. Must run before
+    the first s3a access, which caches the file system with the keys it found."""
+    jsc: Any = spark.sparkContext._jsc  # a py4j JavaObject
+    if jsc is None:
+        raise StackError("spark: the session is stopped; build a new one")
+    hadoop = jsc.hadoopConfiguration()
+    hadoop.set("fs.s3a.aws.credentials.provider", SIMPLE_PROVIDER)
+    hadoop.set("fs.s3a.access.key", access_key)
+    hadoop.set("fs.s3a.secret.key", secret_key)
 
 
 def build_spark_session(
     settings: StackSettings, app_name: str = "cdc-lake", extra: dict[str, str] | None = None
 ) -> SparkSession:
+    """A local session on the stack, with the stack's S3 keys (see ``set_s3a_keys``)."""
     from pyspark.sql import SparkSession
 
     if not settings.spark_jars():
@@ -86,7 +110,16 @@ def build_spark_session(
             f"spark: no Hudi/s3a jars in {settings.classpath_dir('spark')}. "
             "Fix: run `cdc-lake stack install`."
         )
+    settings.state_dir.mkdir(parents=True, exist_ok=True)
+    conf = {
+        **spark_conf(settings),
+        "spark.hadoop.fs.s3a.aws.credentials.provider": SIMPLE_PROVIDER,
+        **(extra or {}),
+    }
     builder = SparkSession.Builder().appName(app_name)
-    for key, value in {**spark_conf(settings), **(extra or {})}.items():
+    for key, value in conf.items():
         builder = builder.config(key, value)
-    return builder.getOrCreate()
+    spark = builder.getOrCreate()
+    c = settings.credentials
+    set_s3a_keys(spark, c.s3_access_key, c.s3_secret_key)
+    return spark

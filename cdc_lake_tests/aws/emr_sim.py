@@ -139,7 +139,7 @@ class EmrSimulator:
         return str(target)
 
     def _spark_submit(self, args: list[str], env: dict[str, str]) -> int:
-        local_conf = spark_conf(self.settings, with_keys=False)
+        local_conf = spark_conf(self.settings)
         cmd = [str(Path(pyspark.__file__).parent / "bin" / "spark-submit"), "--master", "local[2]"]
         i = 0
         while i < len(args):

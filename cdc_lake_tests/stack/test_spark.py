@@ -1,0 +1,171 @@
+"""Sessions from the project's Spark factory against the real stack: no secret in any process's
+arguments, the driver listening on loopback only, and a quiet run that leaves nothing in the
+working directory."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from cdc_lake.stack import LocalStack
+
+LOOPBACK = {"127.0.0.1", "::ffff:127.0.0.1", "::1"}
+
+
+def stack_secrets(stack: LocalStack) -> dict[str, str]:
+    return json.loads((stack.settings.state_dir / "credentials.json").read_text())
+
+
+def all_cmdlines() -> dict[int, str]:
+    found = {}
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                found[int(proc.name)] = (
+                    (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+                )
+            except (FileNotFoundError, ProcessLookupError, PermissionError):
+                continue
+    return found
+
+
+def jvm_pid(spark) -> int:
+    return int(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())
+
+
+def _address(hex_addr: str) -> str:
+    raw = bytes.fromhex(hex_addr)
+    if len(raw) == 4:
+        return socket.inet_ntop(socket.AF_INET, raw[::-1])
+    # /proc/net/tcp6: four 32-bit words, each in host (little-endian) order.
+    words = b"".join(raw[i : i + 4][::-1] for i in range(0, 16, 4))
+    return socket.inet_ntop(socket.AF_INET6, words)
+
+
+def listening_sockets(pid: int) -> list[tuple[str, int]]:
+    """(address, port) of every TCP socket the process listens on, from its fds and the
+    kernel's socket tables."""
+    inodes = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            target = os.readlink(fd)
+        except FileNotFoundError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[len("socket:[") : -1])
+    found = []
+    for table in ("tcp", "tcp6"):
+        for line in Path(f"/proc/{pid}/net/{table}").read_text().splitlines()[1:]:
+            fields = line.split()
+            local, state, inode = fields[1], fields[3], fields[9]
+            if state == "0A" and inode in inodes:  # 0A: LISTEN
+                addr, port = local.split(":")
+                found.append((_address(addr), int(port, 16)))
+    return found
+
+
+def test_no_secret_in_the_arguments_of_the_stack_or_the_spark_jvm(local_stack: LocalStack, spark):
+    # The session reaches S3 with the stack's keys, though no process was given them as an
+    # argument; the scan covers every process on the machine.
+    path = f"s3a://{local_stack.settings.lake_bucket}/tests/spark-keys"
+    spark.range(3).write.mode("overwrite").parquet(path)
+    assert spark.read.parquet(path).count() == 3
+
+    secrets = stack_secrets(local_stack)
+    assert len(secrets) == 5 and all(len(v) >= 16 for v in secrets.values())
+    cmdlines = all_cmdlines()
+    jvm = jvm_pid(spark)
+    assert "org.apache.spark.deploy.SparkSubmit" in cmdlines[jvm]
+    servers = [st.pid for st in local_stack.status().values()]
+    assert all(pid in cmdlines for pid in servers), servers
+    leaks = [
+        (pid, name, line[:120])
+        for pid, line in cmdlines.items()
+        for name, value in secrets.items()
+        if value in line
+    ]
+    assert leaks == []
+
+
+def test_the_spark_driver_listens_on_loopback_only(spark):
+    listening = listening_sockets(jvm_pid(spark))
+    # The driver's RPC endpoint, its block manager and py4j's gateway.
+    assert len(listening) >= 3, listening
+    assert [s for s in listening if s[0] not in LOOPBACK] == []
+
+
+QUIET_JOB = textwrap.dedent(
+    """
+    import uuid
+
+    from cdc_lake.stack.settings import StackSettings
+    from cdc_lake.stack.spark import build_spark_session
+
+    s = StackSettings.from_env()
+    spark = build_spark_session(s, app_name="cdc-lake-quiet")
+    path = f"s3a://{s.lake_bucket}/tests/quiet-job-{uuid.uuid4().hex}"
+    rows = spark.range(0, 20000).selectExpr("id AS order_id", "id % 7 AS v", "id % 3 AS g")
+    (
+        rows.repartition(8)
+        .write.format("hudi")
+        .option("hoodie.table.name", "quiet_job")
+        .option("hoodie.datasource.write.recordkey.field", "order_id")
+        .option("hoodie.datasource.write.precombine.field", "v")
+        .option("hoodie.datasource.write.partitionpath.field", "")
+        .option(
+            "hoodie.datasource.write.keygenerator.class",
+            "org.apache.hudi.keygen.NonpartitionedKeyGenerator",
+        )
+        .option("hoodie.datasource.write.operation", "upsert")
+        .mode("overwrite")
+        .save(path)
+    )
+    print(spark.read.format("hudi").load(path).groupBy("g").count().count())
+    spark.sql("CREATE DATABASE IF NOT EXISTS quiet_job")
+    spark.stop()
+    """
+)
+
+
+def test_a_spark_job_is_quiet_and_leaves_nothing_in_the_working_directory(
+    local_stack: LocalStack, tmp_path: Path
+):
+    s = local_stack.settings
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("AWS_", "CDC_LAKE_S3_", "PYSPARK_", "SPARK_"))
+    }
+    env.update(
+        CDC_LAKE_STATE_DIR=str(s.state_dir),
+        CDC_LAKE_PORT_BASE=str(s.port_base),
+        CDC_LAKE_JARS_DIR=str(s.jars_dir),
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", QUIET_JOB],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    # Before the answer, at most "# WARNING" lines of Hudi's object sizer (JOL), which prints
+    # to System.out, out of log4j's reach.
+    *before, answer = proc.stdout.splitlines()
+    assert answer == "3"
+    assert [line for line in before if not line.startswith("# WARNING")] == []
+    noisy = [
+        line
+        for line in proc.stderr.splitlines()
+        if " INFO " in line or " DEBUG " in line or "[Stage " in line
+    ]
+    assert noisy == [], f"{len(noisy)} noisy lines, first: {noisy[:5]}"
+    # The SQL warehouse (where CREATE DATABASE went) is in the state directory.
+    assert list(tmp_path.iterdir()) == []
+    assert (s.state_dir / "spark-warehouse" / "quiet_job.db").is_dir()
