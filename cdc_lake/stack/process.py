@@ -1,7 +1,10 @@
 """Start, watch and stop the stack's server processes by the pids the stack itself recorded.
 
 A service is started detached (its own session, so a Ctrl-C in the shell that ran ``up`` does not
-reach it), with stdout and stderr appended to its log. Its pid goes to ``<state>/run/<name>.pid``.
+reach it), with stdout and stderr appended to its log (mode 0600). Its pid goes to
+``<state>/run/<name>.pid``. It gets only the environment it needs: ``SERVER_ENV`` from the
+caller's (PATH, HOME, locale, JAVA_HOME, ...) plus its own variables, never the caller's secrets
+or tokens; and umask 077, so every file it writes (data, logs) is private to its user.
 ``stop`` signals only a pid from that file, and only while the process there is still the one we
 started (its start time is recorded beside the pid), so a recycled pid is never killed.
 """
@@ -16,6 +19,32 @@ import subprocess
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+
+# What a server may take from the caller's environment; anything else it needs, its service says.
+SERVER_ENV = (
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "LANG",
+    "LC_ALL",
+    "LC_CTYPE",
+    "TZ",
+    "TMPDIR",
+    "JAVA_HOME",
+)
+
+
+def server_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    return {k: os.environ[k] for k in SERVER_ENV if k in os.environ} | (extra or {})
+
+
+def open_private_log(log: Path):
+    """The log, for appending, as 0600 (tightened if an older run left it readable)."""
+    log.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    os.fchmod(fd, 0o600)
+    return os.fdopen(fd, "ab")
 
 
 class StackError(RuntimeError):
@@ -132,8 +161,7 @@ def spawn(
     cwd: Path | None = None,
     user: str | None = None,
 ) -> int:
-    log.parent.mkdir(parents=True, exist_ok=True)
-    with log.open("ab") as out:
+    with open_private_log(log) as out:
         out.write(f"\n--- {time.strftime('%Y-%m-%d %H:%M:%S')} starting: {argv[0]}\n".encode())
         out.flush()
         proc = subprocess.Popen(
@@ -141,9 +169,10 @@ def spawn(
             stdout=out,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
-            env={**os.environ, **(env or {})},
+            env=server_env(env),
             cwd=cwd,
             start_new_session=True,
+            umask=0o077,
             user=user,
             group=user,
             extra_groups=[] if user else None,

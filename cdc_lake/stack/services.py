@@ -17,7 +17,7 @@ import urllib.request
 import uuid
 from pathlib import Path
 
-from cdc_lake.stack.process import StackError, port_in_use
+from cdc_lake.stack.process import StackError, open_private_log, port_in_use
 from cdc_lake.stack.settings import StackSettings
 
 LOG4J2_PROPERTIES = """\
@@ -242,9 +242,8 @@ class Postgres(Service):
                 )
             finally:
                 pwfile.unlink(missing_ok=True)
-            self.log.parent.mkdir(parents=True, exist_ok=True)
-            with self.log.open("a") as f:
-                f.write(result.stdout + result.stderr)
+            with open_private_log(self.log) as f:
+                f.write((result.stdout + result.stderr).encode())
             if result.returncode != 0:
                 raise StackError(
                     f"postgres: initdb failed (see {self.log}): {result.stderr.strip()[-500:]}"
@@ -502,10 +501,9 @@ class Kafka(JavaService):
                 "-c",
                 str(self.conf),
             ]
-            result = subprocess.run(argv, capture_output=True, text=True)
-            self.log.parent.mkdir(parents=True, exist_ok=True)
-            with self.log.open("a") as f:
-                f.write(result.stdout + result.stderr)
+            result = subprocess.run(argv, capture_output=True, text=True, umask=0o077)
+            with open_private_log(self.log) as f:
+                f.write((result.stdout + result.stderr).encode())
             if result.returncode != 0:
                 raise StackError(
                     f"kafka: formatting the KRaft storage in {logs} failed (see {self.log}): "

@@ -64,9 +64,12 @@ class Credentials:
             "s3_secret_key": stored.get("s3_secret_key") or secrets.token_urlsafe(24),
         }
         if fresh != stored:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(json.dumps(fresh, indent=2))
-            path.chmod(0o600)
+            path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            # Created 0600, so the secrets are never readable by others, even for a moment.
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            os.fchmod(fd, 0o600)
+            with os.fdopen(fd, "w") as f:
+                f.write(json.dumps(fresh, indent=2))
         env = {
             "pg_password": os.environ.get("CDC_LAKE_PG_PASSWORD"),
             "replication_password": os.environ.get("CDC_LAKE_REPLICATION_PASSWORD"),

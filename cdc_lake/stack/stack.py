@@ -1,5 +1,10 @@
 """``LocalStack``: bring the local servers up, report on them, and take them down.
 
+The state directory is private: it, ``run/`` and ``data/`` are 0700, or 0710 with the group of
+the user PostgreSQL runs as (when ``up`` runs as root), who must pass through them to its data
+and socket directories but not list them; ``conf/`` is 0700, and ``logs/`` and the S3 and Kafka
+data are 0700 directories of 0600 files (the servers run with umask 077).
+
 ``up`` is idempotent: a service whose recorded process is alive and healthy is left alone. A
 service that cannot start (a port taken by someone else, a crash, no health in time) stops the
 whole ``up``: everything this call started is stopped again, and the error names the component,
@@ -8,6 +13,8 @@ its log and the fix. ``down`` stops, in reverse order, only the pids the stack r
 
 from __future__ import annotations
 
+import os
+import shutil
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -60,8 +67,7 @@ class LocalStack:
     # --- up ----------------------------------------------------------------------------------
     def up(self) -> dict[str, float]:
         """Start every service not already running; returns seconds to healthy per service."""
-        self.settings.state_dir.mkdir(parents=True, exist_ok=True)
-        self.settings.run_dir.mkdir(parents=True, exist_ok=True)
+        self.private_layout()
         started: list[Service] = []
         timings: dict[str, float] = {}
         try:
@@ -76,6 +82,27 @@ class LocalStack:
             raise
         self.write_env_file()
         return timings
+
+    def private_layout(self) -> None:
+        """Create or tighten the state directory's modes (see the module docstring); files an
+        older version left readable are made 0600."""
+        s = self.settings
+        # Whether or not this stack runs PostgreSQL (``only``), the directory may be shared.
+        group = next((svc.run_as for svc in all_services(s) if svc.run_as), None)
+        for path in (s.state_dir, s.run_dir, s.state_dir / "data"):
+            path.mkdir(mode=0o700, parents=True, exist_ok=True)
+            if group:
+                shutil.chown(path, group=group)
+            path.chmod(0o710 if group else 0o700)
+        for path in (s.logs_dir, s.conf_dir, s.data_dir("s3"), s.data_dir("kafka")):
+            path.mkdir(mode=0o700, exist_ok=True)
+            path.chmod(0o700)
+        for path in (s.logs_dir, s.data_dir("s3"), s.data_dir("kafka")):
+            for root, dirs, files in os.walk(path):
+                for d in dirs:
+                    os.chmod(os.path.join(root, d), 0o700)
+                for f in files:
+                    os.chmod(os.path.join(root, f), 0o600)
 
     def write_env_file(self) -> None:
         """The resources' secrets as ``.env`` at the project root, which ``dagster dev`` loads;

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import shutil
+import stat
+from pathlib import Path
 
 from cdc_lake.stack import LocalStack
-from cdc_lake.stack.process import pid_alive, port_in_use
+from cdc_lake.stack.process import SERVER_ENV, pid_alive, port_in_use
 from cdc_lake.stack.settings import PORT_OFFSETS
 from cdc_lake_tests.conftest import TEST_PORT_BASE, make_settings, processes_using
 
@@ -40,3 +43,39 @@ def test_up_is_idempotent_down_leaves_nothing_and_data_survives():
         stack.down()
         assert processes_using(settings.state_dir) == []
         shutil.rmtree(settings.state_dir, ignore_errors=True)
+
+
+def _environ_names(pid: int) -> set[str]:
+    raw = Path(f"/proc/{pid}/environ").read_bytes()
+    return {item.split(b"=", 1)[0].decode() for item in raw.split(b"\0") if b"=" in item}
+
+
+def test_the_state_directory_is_private_and_servers_get_only_their_environment(
+    local_stack: LocalStack,
+):
+    s = local_stack.settings
+    s3 = local_stack.service("s3").client()  # type: ignore[attr-defined]
+    s3.put_object(Bucket=s.raw_bucket, Key="private/check.json", Body=b"{}\n")
+
+    def mode(path: Path) -> int:
+        return stat.S_IMODE(path.stat().st_mode)
+
+    # Others get nothing; PostgreSQL's group (when it runs as its own user) may only pass through.
+    traverse = 0o710 if os.geteuid() == 0 else 0o700
+    assert (mode(s.state_dir), mode(s.run_dir), mode(s.state_dir / "data")) == (traverse,) * 3
+    assert mode(s.conf_dir) == 0o700
+    for top in (s.logs_dir, s.data_dir("s3"), s.data_dir("kafka")):
+        assert mode(top) == 0o700, top
+        paths = list(top.rglob("*"))
+        assert paths, top
+        wrong = [str(p) for p in paths if mode(p) != (0o700 if p.is_dir() else 0o600)]
+        assert wrong == [], top
+    assert (s.data_dir("s3") / s.raw_bucket / "private" / "check.json").is_file()
+    assert {p.name for p in s.logs_dir.iterdir()} >= {"postgres.log", "s3.log", "connect.log"}
+
+    for svc in local_stack.services:
+        pid = local_stack.pidfile(svc).read()
+        assert pid is not None, svc.name
+        names = _environ_names(pid)
+        assert names <= {*SERVER_ENV, *svc.env()}, (svc.name, names - set(SERVER_ENV))
+        assert "PATH" in names and set(svc.env()) <= names, svc.name
