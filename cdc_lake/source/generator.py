@@ -5,6 +5,23 @@ At ``scale=1`` it has Northwind's size: 8 categories, 29 suppliers, 77 products,
 ``scale`` multiplies the orders (and customers, so each keeps a realistic order count), up to
 millions for benchmarks. The same seed and scale always give the same rows.
 
+The values look like Northwind's without being Northwind's: every word list below is this
+project's own and nothing is taken from the original dump.
+  - Companies are named from those words ("Copper Kettle Provisions", "Brandt & Varga"); a
+    customer's id is five upper-case letters derived from its company name, as in Northwind
+    (first letters of the first words), made unique by trying other letters of the name and
+    then a counter.
+  - Products are named per category ("Linden Valley Mustard", "Hugo's Smoked Trout"), with a
+    Northwind-style ``quantity_per_unit``.
+  - List prices follow a log-normal spread (median about 19, a few above 100), taken at evenly
+    spaced quantiles so the price level does not depend on the seed, and the dearer prices go
+    mostly to the dearer categories. Quantities are log-normal too (median about 18, rounded
+    to fives above 10) and about 60% of lines have no discount; the rest have 5-25%.
+  - Together they give total revenue, ``sum(unit_price * quantity * (1 - discount))`` over
+    the order lines, of the same order as Northwind's (about 1.27M at scale 1), growing with
+    ``scale``.
+  - An order ships to its customer's address; its freight is a few percent of its value.
+
 Rows are streamed to PostgreSQL with COPY. The outbox triggers are switched off during the bulk
 load and the outbox is then filled in one set-based statement (``datalake.load_cdc_events()``),
 which is much faster than firing a trigger per line and gives the same rows.
@@ -14,9 +31,14 @@ from __future__ import annotations
 
 import datetime as dt
 import io
+import math
 import random
+import re
+import statistics
+import unicodedata
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from functools import cached_property
 
 N_CATEGORIES = 8
 N_SUPPLIERS = 29
@@ -31,41 +53,160 @@ FIRST_ORDER_ID = 10248
 FIRST_ORDER_DATE = dt.date(1996, 7, 4)
 MISSING_ORDER_ID = 11075
 
-CATEGORY_NAMES = [
-    "Beverages",
-    "Condiments",
-    "Confections",
-    "Dairy Products",
-    "Grains/Cereals",
-    "Meat/Poultry",
-    "Produce",
-    "Seafood",
-]
-REGION_NAMES = ["Eastern", "Westerly", "Northern", "Southern"]
-COUNTRIES = [
-    ("Germany", ["Berlin", "München", "Aachen", "Köln"]),
-    ("USA", ["Seattle", "Boise", "Portland", "Albuquerque"]),
-    ("France", ["Paris", "Lyon", "Marseille", "Nantes"]),
-    ("Brazil", ["São Paulo", "Rio de Janeiro", "Campinas"]),
-    ("UK", ["London", "Cowes", "Manchester"]),
-    ("Spain", ["Madrid", "Barcelona", "Sevilla"]),
-    ("Mexico", ["México D.F."]),
-    ("Canada", ["Montréal", "Vancouver", "Tsawassen"]),
-    ("Sweden", ["Luleå", "Bräcke"]),
-    ("Italy", ["Torino", "Bergamo", "Reggio Emilia"]),
-]
-WORDS = [
-    "Alpine", "Blue", "Crown", "Delta", "Eagle", "Forest", "Golden", "Harbor", "Island", "Jade",
-    "King", "Lake", "Maple", "North", "Ocean", "Prairie", "Queen", "River", "Silver", "Tiger",
-    "Union", "Valley", "West", "Zenith",
+# Price and quantity spreads (log-normal: median, sigma of the log). Calibrated so that scale 1
+# has Northwind's order of revenue; see the module docstring.
+PRICE_MEDIAN, PRICE_SIGMA = 19.0, 0.8
+QUANTITY_MEDIAN, QUANTITY_SIGMA = 18.0, 0.75
+DISCOUNTS = [0.0, 0.05, 0.10, 0.15, 0.20, 0.25]
+DISCOUNT_WEIGHTS = [61, 8, 8, 7, 8, 8]
+
+# (name, description, relative price level, product items, packaging). Names fit varchar(15).
+CATEGORIES: list[tuple[str, str, float, list[str], list[str]]] = [
+    ("Drinks", "Teas, coffees, juices, beers, ciders and wines", 1.0,
+     ["Pale Ale", "Dark Lager", "Green Tea", "Breakfast Tea", "Espresso Beans", "Apple Cider",
+      "Ginger Beer", "Elderflower Cordial", "Red Table Wine", "Plum Brandy", "Lemonade",
+      "Spring Water", "Hot Cocoa", "Rooibos"],
+     ["{n} - {ml} ml bottles", "{n} - {ml} ml cans", "{n} tins x {g} g"]),
+    ("Sauces & Spices", "Mustards, relishes, sauces, pastes and spice blends", 0.8,
+     ["Mustard", "Chili Relish", "Barbecue Sauce", "Soy Sauce", "Curry Paste", "Pepper Blend",
+      "Herb Salt", "Tomato Ketchup", "Horseradish", "Basil Pesto", "Maple Glaze", "Chutney",
+      "Hot Sauce", "Vinaigrette"],
+     ["{n} - {g} g jars", "{n} - {ml} ml flasks", "{n} shakers x {g} g"]),
+    ("Sweets & Snacks", "Chocolates, toffees, biscuits and cakes", 0.9,
+     ["Toffee", "Marzipan", "Fudge", "Liquorice", "Almond Brittle", "Pralines", "Shortbread",
+      "Gingerbread", "Honey Cake", "Fruit Jellies", "Dark Chocolate", "Nougat", "Wafers",
+      "Caramels"],
+     ["{n} bags x {g} g", "{n} - {g} g boxes", "{n} gift tins"]),
+    ("Cheese & Dairy", "Hard and soft cheeses, butter and cream", 1.2,
+     ["Goat Cheese", "Blue Cheese", "Churned Butter", "Cream Cheese", "Aged Gouda",
+      "Smoked Cheddar", "Sheep Yogurt", "Feta", "Brie", "Ricotta", "Gruyère", "Clotted Cream"],
+     ["{n} - {g} g wheels", "{n} - {g} g tubs", "{k} kg wheel"]),
+    ("Bakery & Grains", "Breads, crackers, flours, pasta and cereals", 0.7,
+     ["Rye Crispbread", "Oat Flakes", "Egg Noodles", "Sourdough Crackers", "Polenta",
+      "Spelt Flour", "Muesli", "Wild Rice", "Fusilli", "Bagels", "Pretzels", "Couscous"],
+     ["{n} - {g} g boxes", "{n} bags x {g} g", "{k} kg sack"]),
+    ("Meat & Game", "Cured, smoked and prepared meats", 1.6,
+     ["Smoked Ham", "Venison Sausage", "Duck Confit", "Beef Jerky", "Lamb Shanks",
+      "Chicken Terrine", "Fennel Salami", "Streaky Bacon", "Game Pie", "Pork Rillettes",
+      "Corned Beef"],
+     ["{n} - {g} g packs", "{k} kg pack", "{n} - {g} g tins"]),
+    ("Fruit & Veg", "Dried fruit, preserved vegetables, beans and mushrooms", 0.9,
+     ["Dried Apricots", "Sun-Dried Tomatoes", "Pickled Beets", "Marinated Artichokes",
+      "Dried Figs", "Green Olives", "Chickpeas", "Mushroom Mix", "Sweet Corn", "Red Lentils",
+      "Candied Peel"],
+     ["{n} - {g} g tins", "{n} - {g} g jars", "{n} bags x {g} g"]),
+    ("Fish & Seafood", "Smoked, tinned and marinated fish and shellfish", 1.3,
+     ["Smoked Trout", "Anchovies", "Sardines", "Mussels", "Smoked Mackerel", "Tuna in Oil",
+      "Shrimp", "Crab Cakes", "Lobster Bisque", "Kelp Flakes", "Cod Roe", "Salted Cod"],
+     ["{n} - {g} g cans", "{n} - {g} g jars", "{k} kg tray"]),
 ]  # fmt: skip
-GOODS = [
-    "Tea", "Coffee", "Ale", "Syrup", "Seasoning", "Sauce", "Jam", "Chocolate", "Biscuits",
-    "Cheese", "Bread", "Pasta", "Sausage", "Pâté", "Tofu", "Dried Pears", "Crab Meat", "Caviar",
-    "Salmon", "Herring",
+CATEGORY_NAMES = [c[0] for c in CATEGORIES]
+REGION_NAMES = ["Atlantic", "Pacific", "Midland", "Gulf"]
+SHIPPER_NAMES = ["Bluewater Freight", "Overland Carriers", "Skyline Couriers"]
+
+# (country, weight, [(city, region)]). Weights roughly follow where a wholesaler's customers
+# would be; names fit varchar(15).
+COUNTRIES: list[tuple[str, int, list[tuple[str, str | None]]]] = [
+    ("USA", 14, [("Denver", "CO"), ("Chicago", "IL"), ("Baltimore", "MD"),
+                 ("Sacramento", "CA"), ("Milwaukee", "WI"), ("Savannah", "GA"), ("Omaha", "NE")]),
+    ("Germany", 11, [("Hamburg", None), ("Dresden", None), ("Bremen", None), ("Hannover", None),
+                     ("Nürnberg", None), ("Freiburg", None)]),
+    ("France", 10, [("Bordeaux", None), ("Dijon", None), ("Rennes", None), ("Grenoble", None),
+                    ("Montpellier", None)]),
+    ("Brazil", 8, [("Curitiba", "PR"), ("Recife", "PE"), ("Salvador", "BA"),
+                   ("Fortaleza", "CE")]),
+    ("UK", 7, [("Leeds", None), ("Bristol", None), ("Edinburgh", None), ("York", None),
+               ("Norwich", None)]),
+    ("Spain", 5, [("Valencia", None), ("Bilbao", None), ("Zaragoza", None), ("Málaga", None)]),
+    ("Mexico", 5, [("Puebla", None), ("Monterrey", None), ("Guadalajara", None)]),
+    ("Italy", 4, [("Bologna", None), ("Verona", None), ("Parma", None), ("Genova", None)]),
+    ("Canada", 3, [("Toronto", "ON"), ("Calgary", "AB"), ("Halifax", "NS"),
+                   ("Winnipeg", "MB")]),
+    ("Sweden", 3, [("Malmö", None), ("Uppsala", None), ("Umeå", None)]),
+    ("Netherlands", 2, [("Utrecht", None), ("Rotterdam", None), ("Groningen", None)]),
+    ("Belgium", 2, [("Gent", None), ("Antwerpen", None), ("Liège", None)]),
+    ("Austria", 2, [("Linz", None), ("Innsbruck", None)]),
+    ("Switzerland", 2, [("Basel", None), ("Lausanne", None)]),
+    ("Denmark", 2, [("Odense", None), ("Aalborg", None)]),
+    ("Portugal", 2, [("Porto", None), ("Coimbra", None)]),
+    ("Norway", 1, [("Bergen", None), ("Trondheim", None)]),
+    ("Finland", 1, [("Tampere", None), ("Turku", None)]),
+    ("Poland", 1, [("Kraków", None), ("Gdańsk", None)]),
+    ("Ireland", 1, [("Galway", None), ("Limerick", None)]),
+    ("Argentina", 1, [("Rosario", None), ("Mendoza", None)]),
+    ("Australia", 1, [("Adelaide", None), ("Brisbane", None)]),
 ]  # fmt: skip
-FIRST_NAMES = ["Nancy", "Andrew", "Janet", "Margaret", "Steven", "Michael", "Robert", "Laura"]
-LAST_NAMES = ["Davolio", "Fuller", "Leverling", "Peacock", "Buchanan", "Suyama", "King"]
+STREETS = [
+    "Mill Lane", "Harbour Road", "Station Street", "Orchard Way", "Church Row", "Kingsway",
+    "Riverside", "Market Square", "Linden Avenue", "Quay Street", "Bakers Row", "Hill Road",
+]  # fmt: skip
+ADJECTIVES = [
+    "Amber", "Bright", "Cedar", "Copper", "Golden", "Hidden", "Juniper", "Linden", "Meadow",
+    "Orchard", "Saffron", "Stone", "Sunny", "Thistle", "Velvet", "Willow", "Harvest", "Heather",
+    "Morning", "Silver", "Little", "Corner", "Rustic", "Tidewater", "Upland", "Evergreen",
+    "Bramble", "Crimson", "Fernhill", "Kestrel",
+]  # fmt: skip
+NOUNS = [
+    "Acorn", "Anchor", "Basket", "Bell", "Bridge", "Cellar", "Fox", "Garden", "Gate", "Hearth",
+    "Kettle", "Lantern", "Mill", "Oak", "Pepper", "Pier", "Rooster", "Spoon", "Table", "Valley",
+    "Wagon", "Wheel", "Barrel", "Crock", "Ladle", "Sparrow", "Thimble", "Yard",
+]  # fmt: skip
+TRADES = [
+    "Provisions", "Grocers", "Delicatessen", "Fine Foods", "Trading", "Market", "Wholesale",
+    "Imports", "Larder", "Food Hall", "Emporium", "Pantry", "Victuallers", "Foodstore",
+]  # fmt: skip
+SUPPLIER_TRADES = [
+    "Farms", "Dairy", "Bakeries", "Fisheries", "Brewing", "Conserves", "Mills", "Smokehouse",
+    "Orchards", "Creamery", "Growers", "Preserves",
+]  # fmt: skip
+FIRST_NAMES = [
+    "Agnes", "Bruno", "Clara", "Dmitri", "Elena", "Felix", "Greta", "Hugo", "Ingrid", "Jonas",
+    "Katja", "Lars", "Marta", "Nils", "Olga", "Pablo", "Rosa", "Sven", "Tomas", "Ursula",
+    "Viktor", "Wanda", "Yusuf", "Zofia", "Amelie", "Benoît", "Chiara", "Dario", "Emil", "Fiona",
+    "Gustavo", "Hélène", "Ivo", "Joana", "Kenji", "Leona", "Matteo", "Noor", "Oskar", "Paula",
+    "Rafael", "Sofia", "Teodor", "Vera", "Walter", "Ximena",
+]  # fmt: skip
+SURNAMES = [
+    "Albrecht", "Bianchi", "Castell", "Dahlberg", "Eriksen", "Ferreira", "Grunewald",
+    "Halvorsen", "Ibarra", "Jansen", "Kowalczyk", "Lindqvist", "Marchetti", "Novak",
+    "Oyelaran", "Pereira", "Quintero", "Rasmussen", "Schreiber", "Tavares", "Ueda", "Vasquez",
+    "Wexley", "Yilmaz", "Zanetti", "Brandt", "Corwin", "Delacroix", "Engström", "Fontaine",
+    "Gallo", "Holm", "Kessler", "Lambert", "Moreau", "Nakamura", "Ostrowski", "Petrov",
+    "Rinaldi", "Sandoval", "Thorsen", "Varga", "Achterberg", "Okafor", "Haddad", "Mbeki",
+]  # fmt: skip
+CONTACT_TITLES = [
+    "Proprietor", "Head Buyer", "Purchasing Lead", "Store Manager", "Buyer", "Category Manager",
+    "Finance Officer", "Procurement Officer", "Managing Director", "Head Chef",
+]  # fmt: skip
+SUPPLIER_TITLES = ["Account Executive", "Export Manager", "Key Account Lead", "Sales Director"]
+PRODUCT_STYLES = ["Organic", "Traditional", "Farmhouse", "Old-Style", "Premium", "Homestyle"]
+TOWN_PREFIXES = [
+    "Amber", "Cedar", "Linden", "Willow", "Juniper", "Clover", "Heather", "Bramble", "Fern",
+]  # fmt: skip
+TOWN_SUFFIXES = ["brook", "field", "ridge", "haven", "wood", "ton", "dale", "port"]
+# Little words that do not go into a customer id.
+_FILLER = {"the", "and", "of", "co", "inc"}
+
+
+def _ascii_letters(text: str) -> list[str]:
+    """The words of ``text`` as upper-case ASCII letters (accents dropped), fillers left out."""
+    folded = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode()
+    return [w.upper() for w in re.findall(r"[A-Za-z]+", folded) if w.lower() not in _FILLER]
+
+
+def id_candidates(company_name: str) -> Iterator[str]:
+    """Five-letter ids for a company, most telling first: the start of the first word and of
+    the next ones (``Copper Kettle Provisions`` gives COPKE, COPPK, ...), then variants with a
+    final letter, then with two."""
+    words = _ascii_letters(company_name) or ["X"]
+    first, rest = words[0], "".join(words[1:])
+    for a in (3, 4, 2, 5, 1):
+        code = first[:a] + rest[: 5 - a]
+        if len(code) == 5:
+            yield code
+    stem = (first + rest)[:3].ljust(3, "X")
+    for i in range(26 * 26):
+        yield stem + chr(65 + i // 26) + chr(65 + i % 26)
 
 
 @dataclass(frozen=True)
@@ -106,6 +247,11 @@ class RowStream(io.RawIOBase):
         return n
 
 
+def _price(value: float) -> float:
+    """A shelf price: to the nearest 0.05."""
+    return max(0.5, round(round(value * 20) / 20, 2))
+
+
 class NorthwindGenerator:
     def __init__(self, scale: float = 1.0, seed: int = 42):
         if scale <= 0:
@@ -115,74 +261,184 @@ class NorthwindGenerator:
         self.n_orders = max(1, round(N_ORDERS * scale))
         self.n_customers = max(N_CUSTOMERS, round(N_CUSTOMERS * scale))
 
-    def customer_id(self, i: int) -> str:
-        # Five upper-case letters, like ALFKI; unique for any index.
-        letters, n = [], i
-        for _ in range(5):
-            letters.append(chr(ord("A") + n % 26))
-            n //= 26
-        return "".join(reversed(letters))
-
     def _rng(self, name: str) -> random.Random:
         return random.Random(f"{self.seed}:{name}")
 
+    @staticmethod
+    def _place(rng: random.Random) -> tuple[str, str | None, str]:
+        """(city, region, country), countries weighted."""
+        country, _, cities = rng.choices(COUNTRIES, weights=[c[1] for c in COUNTRIES])[0]
+        city, region = rng.choice(cities)
+        return city, region, country
+
+    @staticmethod
+    def _person(rng: random.Random) -> str:
+        return f"{rng.choice(FIRST_NAMES)} {rng.choice(SURNAMES)}"
+
+    @staticmethod
+    def _address(rng: random.Random) -> str:
+        return f"{rng.randint(1, 240)} {rng.choice(STREETS)}"
+
+    @staticmethod
+    def _phone(rng: random.Random) -> str:
+        return f"({rng.randint(100, 999)}) {rng.randint(200, 989)}-{rng.randint(0, 9999):04d}"
+
+    @staticmethod
+    def _company_name(rng: random.Random, city: str) -> str:
+        pattern = rng.randrange(6)
+        if pattern == 0:
+            return f"{rng.choice(SURNAMES)} {rng.choice(TRADES)}"
+        if pattern == 1:
+            return f"{rng.choice(SURNAMES)} & {rng.choice(SURNAMES)}"
+        if pattern == 2:
+            return f"The {rng.choice(ADJECTIVES)} {rng.choice(NOUNS)}"
+        if pattern == 3:
+            return f"{city} {rng.choice(TRADES)}"
+        return f"{rng.choice(ADJECTIVES)} {rng.choice(NOUNS)} {rng.choice(TRADES)}"
+
+    # -- customers --------------------------------------------------------------------------
+
+    def customers(self) -> Iterator[tuple]:
+        """Company names are drawn again when taken (so repeats are rare until large scales); ids
+        are always unique."""
+        rng = self._rng("customers")
+        used_ids: set[str] = set()
+        used_names: set[str] = set()
+        fallback = 0
+        for _ in range(self.n_customers):
+            city, region, country = self._place(rng)
+            name = self._company_name(rng, city)[:40]
+            for _ in range(20):
+                if name not in used_names:
+                    break
+                name = self._company_name(rng, city)[:40]
+            used_names.add(name)
+            customer_id = next((c for c in id_candidates(name) if c not in used_ids), None)
+            while customer_id is None:  # every variant of this name is taken: count on
+                code = "".join(chr(65 + (fallback // 26**k) % 26) for k in range(4, -1, -1))
+                fallback += 1
+                customer_id = code if code not in used_ids else None
+            used_ids.add(customer_id)
+            phone = self._phone(rng)
+            yield (
+                customer_id, name, self._person(rng), rng.choice(CONTACT_TITLES),
+                self._address(rng), city, region, f"{rng.randint(1000, 99999)}", country,
+                phone, phone[:-1] + str((int(phone[-1]) + 1) % 10) if rng.random() < 0.6 else None,
+            )  # fmt: skip
+
+    @cached_property
+    def _ship_to(self) -> list[tuple]:
+        """Per customer index: (id, company, address, city, region, postal code, country)."""
+        return [(c[0], c[1], c[4], c[5], c[6], c[7], c[8]) for c in self.customers()]
+
+    def customer_id(self, i: int) -> str:
+        """The ``i``-th customer's id."""
+        return self._ship_to[i][0]
+
+    # -- catalogue --------------------------------------------------------------------------
+
     def categories(self) -> Iterator[tuple]:
-        for i, name in enumerate(CATEGORY_NAMES, start=1):
-            yield (i, name, f"{name} of every kind", None)
+        for i, (name, description, *_) in enumerate(CATEGORIES, start=1):
+            yield (i, name, description, None)
 
     def suppliers(self) -> Iterator[tuple]:
         rng = self._rng("suppliers")
+        names: set[str] = set()
         for i in range(1, N_SUPPLIERS + 1):
-            country, cities = COUNTRIES[i % len(COUNTRIES)]
-            name = f"{rng.choice(WORDS)} {rng.choice(GOODS)} Co."
+            city, region, country = self._place(rng)
+            while True:
+                trade = rng.choice(SUPPLIER_TRADES)
+                if rng.random() < 0.5:
+                    name = f"{rng.choice(SURNAMES)} {trade}"
+                else:
+                    name = f"{rng.choice(ADJECTIVES)} {rng.choice(NOUNS)} {trade}"
+                if name not in names:
+                    break
+            names.add(name)
             yield (
-                i, name[:40], f"{rng.choice(FIRST_NAMES)} {rng.choice(LAST_NAMES)}",
-                "Sales Manager", f"{rng.randint(1, 999)} Main St.", rng.choice(cities), None,
-                f"{rng.randint(10000, 99999)}", country, f"({rng.randint(100, 999)}) 555-0{i:03d}",
-                None, None,
+                i, name[:40], self._person(rng), rng.choice(SUPPLIER_TITLES), self._address(rng),
+                city, region, f"{rng.randint(1000, 99999)}", country, self._phone(rng), None, None,
             )  # fmt: skip
+
+    def _list_prices(self, rng: random.Random, levels: list[float]) -> list[float]:
+        """Log-normal prices at evenly spaced quantiles, the dearer ones to the products whose
+        category level (times some noise) is higher."""
+        normal = statistics.NormalDist()
+        n = len(levels)
+        prices = sorted(
+            math.exp(math.log(PRICE_MEDIAN) + PRICE_SIGMA * normal.inv_cdf((k + 0.5) / n))
+            for k in range(n)
+        )
+        order = sorted(range(n), key=lambda i: levels[i] * rng.lognormvariate(0, 0.5))
+        out = [0.0] * n
+        for price, i in zip(prices, order, strict=True):
+            out[i] = _price(price)
+        return out
 
     def products(self) -> Iterator[tuple]:
         rng = self._rng("products")
-        for i in range(1, N_PRODUCTS + 1):
-            name = f"{WORDS[i % len(WORDS)]} {GOODS[(i * 7) % len(GOODS)]}"
+        category_ids = [1 + i % N_CATEGORIES for i in range(N_PRODUCTS)]
+        rng.shuffle(category_ids)
+        prices = self._list_prices(rng, [CATEGORIES[c - 1][2] for c in category_ids])
+        names: set[str] = set()
+        for i, category_id in enumerate(category_ids, start=1):
+            _, _, _, items, packs = CATEGORIES[category_id - 1]
+            while True:
+                item, pattern = rng.choice(items), rng.randrange(4)
+                if pattern == 0:
+                    name = f"{rng.choice(FIRST_NAMES)}'s {item}"
+                elif pattern == 1:
+                    name = f"{rng.choice(ADJECTIVES)} {rng.choice(NOUNS)} {item}"
+                elif pattern == 2:
+                    name = f"{rng.choice(self._cities)} {item}"
+                else:
+                    name = f"{rng.choice(PRODUCT_STYLES)} {item}"
+                if name not in names and len(name) <= 40:
+                    break
+            names.add(name)
+            pack = rng.choice(packs).format(
+                n=rng.choice([6, 10, 12, 20, 24, 36]), g=rng.choice([100, 200, 250, 400, 500]),
+                ml=rng.choice([250, 330, 500, 750]), k=rng.choice([1, 2, 5]),
+            )  # fmt: skip
             yield (
-                i, name[:40], rng.randint(1, N_SUPPLIERS), rng.randint(1, N_CATEGORIES),
-                f"{rng.randint(1, 48)} boxes", round(rng.uniform(2.5, 120.0), 2),
-                rng.randint(0, 120), rng.randint(0, 70), rng.choice([0, 5, 10, 15, 25]),
-                int(rng.random() < 0.1),
+                i, name, rng.randint(1, N_SUPPLIERS), category_id, pack, prices[i - 1],
+                rng.randint(0, 125), rng.choice([0, 0, 0, 10, 20, 40, 60]),
+                rng.choice([0, 5, 10, 15, 20, 25, 30]), int(rng.random() < 0.1),
             )  # fmt: skip
 
-    def customers(self) -> Iterator[tuple]:
-        rng = self._rng("customers")
-        for i in range(self.n_customers):
-            country, cities = COUNTRIES[rng.randrange(len(COUNTRIES))]
-            yield (
-                self.customer_id(i), f"{rng.choice(WORDS)} {rng.choice(WORDS)} Market",
-                f"{rng.choice(FIRST_NAMES)} {rng.choice(LAST_NAMES)}", "Owner",
-                f"{rng.randint(1, 999)} Market Rd.", rng.choice(cities), None,
-                f"{rng.randint(10000, 99999)}", country, f"0{rng.randint(100, 999)}-{i:07d}",
-                None,
-            )  # fmt: skip
+    @property
+    def _cities(self) -> list[str]:
+        return [city for _, _, cities in COUNTRIES for city, _ in cities]
+
+    def product_prices(self) -> dict[int, float]:
+        return {p[0]: p[5] for p in self.products()}
+
+    # -- staff and territories --------------------------------------------------------------
 
     def regions(self) -> Iterator[tuple]:
         yield from enumerate(REGION_NAMES, start=1)
 
     def territories(self) -> Iterator[tuple]:
         rng = self._rng("territories")
-        for i in range(1, N_TERRITORIES + 1):
-            yield (f"{1000 + i * 37:05d}", f"{rng.choice(WORDS)}ville", (i % N_REGIONS) + 1)
+        names = [p + s for p in TOWN_PREFIXES for s in TOWN_SUFFIXES]
+        for i, name in enumerate(rng.sample(names, N_TERRITORIES), start=1):
+            yield (f"{1000 + i * 37:05d}", name, (i % N_REGIONS) + 1)
 
     def employees(self) -> Iterator[tuple]:
         rng = self._rng("employees")
+        firsts = rng.sample(FIRST_NAMES, N_EMPLOYEES)
+        lasts = rng.sample(SURNAMES, N_EMPLOYEES)
+        offices = [("Denver", "CO", "80202"), ("Edinburgh", None, "EH1 1YZ")]
         for i in range(1, N_EMPLOYEES + 1):
+            city, region, postal = offices[0] if i <= 6 else offices[1]
+            country = "USA" if i <= 6 else "UK"
+            title = {2: "Head of Sales", 5: "Sales Team Lead"}.get(i, "Account Manager")
             yield (
-                i, LAST_NAMES[i % len(LAST_NAMES)], FIRST_NAMES[i % len(FIRST_NAMES)],
-                "Sales Representative" if i != 2 else "Vice President, Sales", "Ms.",
+                i, lasts[i - 1], firsts[i - 1], title, None,
                 dt.date(1950 + i * 3, 1 + i % 12, 1 + i), dt.date(1992 + i % 3, 1 + i, 1),
-                f"{rng.randint(1, 999)} Elm St.", "Seattle", "WA", "98122", "USA",
-                "(206) 555-9857", f"{rng.randint(1000, 9999)}", None, None,
-                None if i == 2 else 2, None,
+                self._address(rng), city, region, postal, country, self._phone(rng),
+                f"{rng.randint(100, 9999)}", None, None, None if i == 2 else (2 if i <= 5 else 5),
+                None,
             )  # fmt: skip
 
     def employee_territories(self) -> Iterator[tuple]:
@@ -191,20 +447,25 @@ class NorthwindGenerator:
             yield ((i % N_EMPLOYEES) + 1, territory_id)
 
     def shippers(self) -> Iterator[tuple]:
-        names = ["Speedy Express", "United Package", "Federal Shipping"]
-        for i, name in enumerate(names, start=1):
-            yield (i, name, f"(503) 555-98{i:02d}")
+        rng = self._rng("shippers")
+        for i, name in enumerate(SHIPPER_NAMES, start=1):
+            yield (i, name, self._phone(rng))
 
-    def product_prices(self) -> dict[int, float]:
-        return {p[0]: p[5] for p in self.products()}
+    # -- orders -----------------------------------------------------------------------------
 
     def orders_and_details(self) -> tuple[Iterator[tuple], Iterator[tuple]]:
         """Two streams from one seeded walk: orders, and their lines."""
         return self._orders(), self._details()
 
+    @staticmethod
+    def _quantity(rng: random.Random) -> int:
+        q = rng.lognormvariate(math.log(QUANTITY_MEDIAN), QUANTITY_SIGMA)
+        return max(1, min(130, round(q) if q < 10 else 5 * round(q / 5)))
+
     def _order_rows(self) -> Iterator[tuple[tuple, list[tuple]]]:
         rng = self._rng("orders")
         prices = self.product_prices()
+        ship_to = self._ship_to
         span_days = 670
         for n in range(self.n_orders):
             # Northwind's ids: 10248 onwards, with 11075 absent as in the original dump.
@@ -213,21 +474,22 @@ class NorthwindGenerator:
             shipped = (
                 order_date + dt.timedelta(days=rng.randint(1, 30)) if rng.random() < 0.97 else None
             )
-            country, cities = COUNTRIES[rng.randrange(len(COUNTRIES))]
-            order = (
-                order_id, self.customer_id(rng.randrange(self.n_customers)),
-                rng.randint(1, N_EMPLOYEES), order_date, order_date + dt.timedelta(days=28),
-                shipped, rng.randint(1, N_SHIPPERS), round(rng.uniform(0.02, 1000.0), 2),
-                f"{rng.choice(WORDS)} Market", f"{rng.randint(1, 999)} Harbour St.",
-                rng.choice(cities), None, f"{rng.randint(10000, 99999)}", country,
-            )  # fmt: skip
+            customer_id, company, address, city, region, postal, country = ship_to[
+                rng.randrange(len(ship_to))
+            ]
             n_lines = rng.choices([1, 2, 3, 4, 5, 6], weights=[22, 31, 25, 12, 7, 3])[0]
             lines = []
             for product_id in sorted(rng.sample(range(1, N_PRODUCTS + 1), n_lines)):
-                discount = rng.choice([0.0, 0.0, 0.0, 0.05, 0.1, 0.15, 0.2, 0.25])
-                lines.append(
-                    (order_id, product_id, prices[product_id], rng.randint(1, 120), discount)
-                )
+                quantity = self._quantity(rng)
+                discount = rng.choices(DISCOUNTS, weights=DISCOUNT_WEIGHTS)[0]
+                lines.append((order_id, product_id, prices[product_id], quantity, discount))
+            value = sum(p * q * (1 - d) for _, _, p, q, d in lines)
+            freight = round(value * rng.uniform(0.01, 0.09) + rng.uniform(0.5, 8.0), 2)
+            order = (
+                order_id, customer_id, rng.randint(1, N_EMPLOYEES), order_date,
+                order_date + dt.timedelta(days=28), shipped, rng.randint(1, N_SHIPPERS), freight,
+                company, address, city, region, postal, country,
+            )  # fmt: skip
             yield order, lines
 
     def _orders(self) -> Iterator[tuple]:
