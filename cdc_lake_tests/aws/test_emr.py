@@ -140,14 +140,16 @@ def test_emr_step_runs_the_same_job_and_reports_through_pipes(
     rows = {r["order_id"]: r for r in table.collect()}
     assert set(rows) == {1, 3} and rows[1]["shipped_date"].toordinal() > 0
 
-    # An unchanged job is not uploaded again; a run with no new files commits nothing.
+    # An unchanged job is not uploaded again; a run with no new files commits nothing, and
+    # reports the newest commit (this instance has no materialization to carry forward).
     with EmrSimulator(s, s3, REGION) as sim:
         again = dg.materialize([cdc_events_hudi], resources=resources)
     assert again.success and len(sim.executions) == 1
     after = s3.list_objects_v2(Bucket=s.lake_bucket, Prefix="emr-test/code/")["Contents"]
     assert sorted(o["Key"] for o in after) == code
     mat = again.get_asset_materialization_events()[0].materialization
-    assert mat.metadata["commit_instant"].value == "none"
+    assert mat.metadata["commit_instant"].value == meta["commit_instant"]
+    assert mat.metadata["new_commit"].value is False and meta["new_commit"] is True
 
 
 def test_a_failed_step_is_a_dagster_failure_with_reason_and_logs(
