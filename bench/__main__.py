@@ -19,6 +19,7 @@ import tempfile
 from pathlib import Path
 
 from bench.benchmarks import bench_incremental, bench_sensor
+from bench.empty_run import bench_empty_run
 from bench.harness import Report, say, write_outputs
 from bench.index_cost import bench_index
 from bench.latency import bench_latency
@@ -29,7 +30,7 @@ from cdc_lake.stack.services import S3Proxy
 from cdc_lake.stack.settings import project_root
 from cdc_lake.stack.spark import build_spark_session
 
-BENCHMARKS = ("sensor", "incremental", "latency", "scale", "index")
+BENCHMARKS = ("sensor", "incremental", "latency", "scale", "index", "empty")
 NOT_YET = {
     "upsert-vs-hoodiestreamer": "hudi-utilities 1.x is not downloadable from this machine's "
     "Maven Central mirror (only 0.14.0), so HoodieStreamer cannot run beside Hudi 1.1.1",
@@ -60,7 +61,7 @@ def run(
             *bench_scale(stack, client, (2_000,) if smoke else scales, reps, say,
                          **(scale_knobs or {}))
         )  # fmt: skip
-    own = spark is None and any(b in only for b in ("incremental", "latency", "index"))
+    own = spark is None and any(b in only for b in ("incremental", "latency", "index", "empty"))
     if own:
         spark = build_spark_session(s, app_name="cdc-lake-bench")
     try:
@@ -80,6 +81,9 @@ def run(
                     reps, say,
                 )
             )  # fmt: skip
+        if "empty" in only:
+            # The Spark session above is the one the lazy local resource picks up.
+            report.add(*bench_empty_run(stack, client, 50 if smoke else 2_000, reps, say))
         if "latency" in only:
             duration, rate, interval, flush = (
                 (8, 1.0, 2.0, 1000) if smoke else (180, 2.0, 5.0, 2000)

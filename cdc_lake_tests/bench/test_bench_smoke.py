@@ -50,3 +50,12 @@ def test_benchmarks_run_and_report(local_stack: LocalStack, spark, secret_env, t
     assert payload["command"] == "python -m bench --smoke"
     assert len(payload["figures"]) == len(report.figures)
     assert "| sensor tick | cdc-lake LIST requests per tick |" in out_md.read_text()
+
+
+def test_empty_run_benchmark_reports(local_stack: LocalStack, spark, secret_env):
+    report = run(local_stack, ["empty"], smoke=True, reps=1, spark=spark)
+    figures = {f.name: f for f in report.figures if f.benchmark == "empty run"}
+    carried = figures["lake refresh with nothing new, 50 orders"]
+    through_spark = figures["same run through Spark (as before), 50 orders"]
+    assert carried.value > 0 and through_spark.value > 0
+    assert figures["ratio carried / Spark path"].value == carried.value / through_spark.value

@@ -1,0 +1,79 @@
+"""``empty``: the wall time of a lake refresh that finds nothing new.
+
+The refresh is what the ``lake_refresh`` job runs, the Hudi asset and the order items, through
+``dg.materialize`` with the local resources on a synthetic table of ``orders`` orders. Paired,
+alternately, with the same run on an instance that has no earlier materialization: that one
+cannot carry anything forward, so it takes the Spark path every empty run took before (the
+upsert job commits nothing, then scans the table for its checks and digest, and the order items
+are rebuilt). Both run in a process whose Spark session is already up, so the Spark side leaves
+out the JVM start of a fresh run process (about 25 s): its figure and the ratio understate
+what an empty run saves. No timing is asserted.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+import dagster as dg
+
+from bench.harness import Figure, median, paired
+from cdc_lake.defs.lake.assets import HUDI_KEY, cdc_events_hudi
+from cdc_lake.defs.marts.assets import order_items
+from cdc_lake.raw.synthetic import SyntheticLake, event
+from cdc_lake.resources import local_resources, local_secret_env
+from cdc_lake.stack import LocalStack
+
+ASSETS = [cdc_events_hudi, order_items]
+
+
+def _new_commit(result: dg.ExecuteInProcessResult) -> bool:
+    mat = next(
+        e.materialization
+        for e in result.get_asset_materialization_events()
+        if e.materialization.asset_key == HUDI_KEY
+    )
+    return bool(mat.metadata["new_commit"].value)
+
+
+def bench_empty_run(
+    stack: LocalStack, client: Any, orders: int, reps: int, say: Callable[[str], None]
+) -> list[Figure]:
+    s = stack.settings
+    os.environ.update(local_secret_env(s))
+    lake = SyntheticLake(client, s.raw_bucket, s.lake_bucket, name=f"empty-{uuid.uuid4().hex[:6]}")
+    per_file = max(1, orders // 10)
+    for start in range(0, orders, per_file):
+        lake.put([event(i, 100, i + 1) for i in range(start, min(orders, start + per_file))])
+    resources = local_resources(
+        s,
+        lake={
+            "table_prefix": f"synthetic/{lake.name}/cdc_events",
+            "order_items_prefix": f"synthetic/{lake.name}/order_items",
+        },
+        raw_prefix=lake.raw_prefix,
+    )
+    instance = dg.DagsterInstance.ephemeral()
+    say(f"empty: first refresh of {orders:,} orders")
+    assert _new_commit(dg.materialize(ASSETS, resources=resources, instance=instance))
+
+    def carried() -> None:
+        assert not _new_commit(dg.materialize(ASSETS, resources=resources, instance=instance))
+
+    def spark_path() -> None:
+        fresh = dg.DagsterInstance.ephemeral()
+        assert not _new_commit(dg.materialize(ASSETS, resources=resources, instance=fresh))
+
+    say("empty: nothing new, carried forward (A) vs the Spark path (B)")
+    t_carried, t_spark = paired(carried, spark_path, reps, say)
+    a, b = median(t_carried), median(t_spark)
+    size = f"{orders:,} orders"
+    return [
+        Figure("empty run", f"lake refresh with nothing new, {size}", a, "s", "< 5 s",
+               "Hudi + order items; no Spark job"),
+        Figure("empty run", f"same run through Spark (as before), {size}", b, "s", "",
+               "Spark session already up: no JVM start counted"),
+        Figure("empty run", "ratio carried / Spark path", a / b, "x", ""),
+    ]  # fmt: skip
