@@ -131,6 +131,7 @@ def worker(cfg: dict[str, Any]) -> dict[str, Any]:
     from cdc_lake.lake import transforms as T
     from cdc_lake.lake.hudi import HudiTableConfig
     from cdc_lake.lake.ingest import RawSource, ingest_new_files, read_lines, read_table
+    from cdc_lake.lake.ordering import latest_per_key
     from cdc_lake.raw.objects import RawLayout, list_objects
     from cdc_lake.stack import LocalStack, StackSettings
     from cdc_lake.stack.process import peak_rss_mb
@@ -172,7 +173,7 @@ def worker(cfg: dict[str, Any]) -> dict[str, Any]:
         objects = list_objects(client, source.bucket, RawLayout(source.prefix, TOPIC)).objects
         parsed = T.parse_raw_lines(read_lines(spark, source, sorted(objects)))
         good, _ = T.split_valid(parsed)
-        latest = T.latest_per_key(T.to_lake_rows(good)).where(~F.col("is_deleted"))
+        latest = latest_per_key(T.to_lake_rows(good)).where(~F.col("is_deleted"))
         path = f"{base}/parquet-{rep}"
         latest.write.mode("overwrite").parquet(path)
         out["b"].append(time.perf_counter() - t0)

@@ -1,13 +1,9 @@
 """Hudi write options, commit metadata and the ingestion checkpoint.
 
 Semantics the options guarantee:
-- **Key and ordering.** The record key is ``order_id``. ``cdc_ordering`` (source ts_ms, then
-  LSN, zero-padded) is the ordering field, with EVENT_TIME_ORDERING merges. An incoming record
-  replaces the stored one only if it is not older, so a change that arrives late is ignored.
-- **Deletes.** Hard by default: a latest event with ``__deleted=true`` is written with
-  ``_hoodie_is_deleted=true``, and Hudi removes the row. In soft mode the row stays with
-  ``is_deleted=true``; that also keeps its ordering value, so an older change arriving after the
-  delete cannot bring the row back.
+- **Key, ordering and deletes** follow the merge rule of ``cdc_lake/lake/ordering.py``, whose
+  ``merge_options`` these options include. ``delete_mode`` is ``hard`` (the default) or
+  ``soft``.
 - **Partitioning.** Partitioned by ``order_year`` by default. The index is global, and a record
   whose partition value changes is deleted from its old partition, so no duplicate is left.
 - **Index.** The record-level index (``RECORD_INDEX``, kept in Hudi's metadata table) by default:
@@ -26,13 +22,11 @@ import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from cdc_lake.lake import ordering as O
 from cdc_lake.lake.checkpoint import CHECKPOINT_KEY
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
-
-RECORD_KEY = "order_id"
-ORDERING_FIELD = "cdc_ordering"
 
 
 @dataclass(frozen=True)
@@ -53,7 +47,7 @@ class HudiTableConfig:
             raise ValueError(
                 f"table_type must be COPY_ON_WRITE or MERGE_ON_READ: {self.table_type!r}"
             )
-        if self.delete_mode not in ("hard", "soft"):
+        if self.delete_mode not in O.DELETE_MODES:
             raise ValueError(f"delete_mode must be 'hard' or 'soft': {self.delete_mode!r}")
         if self.index_type not in ("RECORD_INDEX", "GLOBAL_SIMPLE"):
             raise ValueError(
@@ -67,9 +61,7 @@ class HudiTableConfig:
             "hoodie.datasource.write.table.name": self.table_name,
             "hoodie.datasource.write.table.type": self.table_type,
             "hoodie.datasource.write.operation": "upsert",
-            "hoodie.datasource.write.recordkey.field": RECORD_KEY,
-            "hoodie.datasource.write.precombine.field": ORDERING_FIELD,
-            "hoodie.write.record.merge.mode": "EVENT_TIME_ORDERING",
+            **O.merge_options(),
             "hoodie.upsert.shuffle.parallelism": p,
             "hoodie.insert.shuffle.parallelism": p,
             "hoodie.delete.shuffle.parallelism": p,

@@ -13,7 +13,7 @@ One run:
 4. refuses the whole batch if any of those lines is bad: the error names the object key and
    line, and nothing is committed. With ``quarantine`` on, bad lines are written to the
    quarantine prefix instead, and the rest goes on;
-5. keeps the latest change per order (``cdc_lake/lake/transforms.py``). When the batch holds the
+5. keeps the latest change per order (``cdc_lake/lake/ordering.py``). When the batch holds the
    last record of a completed Debezium snapshot, the live orders older than that snapshot are
    deleted (``cdc_lake/lake/snapshots.py``): the snapshot no longer held them;
 6. upserts the result. The new checkpoint goes into the same Hudi commit.
@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 from pyspark.sql import functions as F
 
 from cdc_lake.lake import checkpoint as C
+from cdc_lake.lake import ordering as O
 from cdc_lake.lake import snapshots as S
 from cdc_lake.lake import transforms as T
 from cdc_lake.lake.hudi import (
@@ -199,7 +200,7 @@ def ingest_new_files(
             result.quarantined, result.quarantine_path = n_bad, target
         rows = T.to_lake_rows(good)
         result.events_read = rows.count()
-        latest = T.latest_per_key(rows)
+        latest = O.latest_per_key(rows)
         result.snapshot_ts_ms = S.completed_snapshot_ts(good)
         if result.snapshot_ts_ms is not None:
             rows_now = None
@@ -207,9 +208,8 @@ def ingest_new_files(
                 rows_now = read_table(spark, table.base_path)
             absent = S.absent_from_snapshot(rows_now, latest, result.snapshot_ts_ms).persist()
             result.absent_from_snapshot = absent.count()
-            latest = T.latest_per_key(latest.unionByName(absent))
-        if table.delete_mode == "hard":
-            latest = latest.withColumn("_hoodie_is_deleted", F.col("is_deleted"))
+            latest = O.latest_per_key(latest.unionByName(absent))
+        latest = O.with_delete_marker(latest, table.delete_mode)
         # Counted and then written: kept, so the window over the batch is computed once.
         latest = latest.persist()
         result.events_upserted = latest.count()

@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING
 
 from pyspark.sql import functions as F
 
-from cdc_lake.lake import transforms as T
+from cdc_lake.lake import ordering as O
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -76,13 +76,13 @@ def absent_from_snapshot(stored: DataFrame | None, batch: DataFrame, snapshot_ts
 
     newer = union([s.where(ts >= snapshot_ts).select("order_id") for s in sides]).distinct()
     older = union([s.where(ts < snapshot_ts) for s in sides])
-    live_before = T.latest_per_key(older).where(~F.coalesce(F.col("is_deleted"), F.lit(False)))
+    live_before = O.latest_per_key(older).where(~F.coalesce(F.col("is_deleted"), F.lit(False)))
     return (
         live_before.join(newer, "order_id", "left_anti")
         .withColumn("cdc_op", F.lit("d"))
         .withColumn("is_deleted", F.lit(True))
         .withColumn("cdc_source_ts_ms", F.lit(snapshot_ts).cast("long"))
         .withColumn("cdc_lsn", F.lit(0).cast("long"))
-        .withColumn("cdc_ordering", T.ordering(F.col("cdc_source_ts_ms"), F.col("cdc_lsn")))
+        .withColumn("cdc_ordering", O.ordering(F.col("cdc_source_ts_ms"), F.col("cdc_lsn")))
         .select(*columns)
     )

@@ -24,30 +24,17 @@ Bad input
     ``json_array_length('[' || line || ']')``, which rejects that. ``{}`` and explicit nulls
     are not corrupt; the required-field check catches them.
 
-Ordering
-    Per order, the event with the greatest ``(__source_ts_ms, __lsn)`` wins. ``cdc_ordering``
-    encodes that pair as one zero-padded string (15 + 20 digits) whose lexical order is the
-    numeric order; it is the Hudi ordering (precombine) field, so the table keeps the newest
-    version across batches too. Within a batch ``latest_per_key`` picks the same row; equal
-    ``(ts, lsn)`` is broken by operation (d > u > c > r), then ``updated_at``, then the remaining
-    columns, so the choice never depends on partitioning or input order. A null ``__lsn`` counts
-    as 0: Debezium's incremental (ad-hoc) snapshot reads have none, and as ``__source_ts_ms``
-    the time they were emitted, so they sort after the changes streamed before them (see
-    ``cdc_lake/streaming/signals.py``).
-
-Deletes
-    A delete event carries the whole old row with ``__deleted`` "true". It becomes a row with
-    ``is_deleted`` true (also when ``__op`` is d), not a missing row, and it competes in
-    ``latest_per_key`` like any change: a delete newer than an update wins, an older one loses.
-    The writer then removes the row (hard delete) or keeps it (soft delete, so an older event
-    arriving in a later batch still loses to it). Readers such as ``flatten_order_items`` skip
-    deleted rows. Orders that a completed snapshot no longer holds are deleted too, although no
-    delete event names them (``cdc_lake/lake/snapshots.py``).
+Ordering and deletes
+    The merge rule, which change of an order wins and how deletes are written, lives in
+    ``cdc_lake/lake/ordering.py``. Here a delete event (the whole old row with ``__deleted``
+    "true") becomes a row with ``is_deleted`` true (also when ``__op`` is d), not a missing row,
+    and every row gets its ``cdc_ordering``. Readers such as ``flatten_order_items`` skip deleted
+    rows. Orders that a completed snapshot no longer holds are deleted too, although no delete
+    event names them (``cdc_lake/lake/snapshots.py``).
 
 Idempotency
     Every function is deterministic: the same lines give the same rows and the same winner per
-    order. Upserting by ``order_id`` with ``cdc_ordering`` as the ordering field then leaves the
-    table's content unchanged when a file, or a whole batch, is replayed.
+    order, so replaying a file, or a whole batch, leaves the table's content unchanged.
 
 Time
     ``updated_at`` becomes a TimestampType instant. Debezium writes it with "Z"; a text without
@@ -58,7 +45,7 @@ from __future__ import annotations
 
 from functools import reduce
 
-from pyspark.sql import Column, DataFrame, SparkSession, Window
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
     ArrayType,
@@ -70,13 +57,12 @@ from pyspark.sql.types import (
     StructType,
 )
 
+from cdc_lake.lake import ordering as O
+
 CORRUPT_COLUMN = "_corrupt_record"
-OPS = ("r", "c", "u", "d")
-# Ranks for breaking a (ts, lsn) tie: a delete beats an update beats an insert beats a snapshot.
-_OP_RANK = {"d": 3, "u": 2, "c": 1, "r": 0}
+OPS = tuple(O.OP_RANK)
 REQUIRED_FIELDS = ("order_id", "__op", "__lsn", "__source_ts_ms")
-# cdc_ordering pads ts to 15 and lsn to 20 digits; values outside that range would break it.
-MAX_SOURCE_TS_MS = 10**15 - 1
+MAX_SOURCE_TS_MS = O.MAX_SOURCE_TS_MS
 NULL_PARTITION = "__null__"
 # The sink's key ends with +<partition>+<start offset, 20 digits>.jsonl.
 KEY_POSITION = r"\+(\d+)\+(\d{20})\.jsonl$"
@@ -316,12 +302,6 @@ def split_valid(parsed: DataFrame) -> tuple[DataFrame, DataFrame]:
     return good, bad
 
 
-def ordering(ts: Column, lsn: Column) -> Column:
-    """The ``cdc_ordering`` value of (source ts_ms, LSN): zero-padded, so that its lexical order
-    is the numeric order; a null LSN counts as 0."""
-    return F.format_string("%015d%020d", ts, F.coalesce(lsn, F.lit(0)))
-
-
 def to_lake_rows(good: DataFrame) -> DataFrame:
     """Good events as rows of the lake table, columns as in ``LAKE_COLUMNS``."""
 
@@ -349,33 +329,8 @@ def to_lake_rows(good: DataFrame) -> DataFrame:
         (F.coalesce(F.col("__deleted") == "true", F.lit(False)) | (F.col("__op") == "d")).alias(
             "is_deleted"
         ),
-        ordering(F.col("__source_ts_ms"), F.col("__lsn")).alias("cdc_ordering"),
+        O.ordering(F.col("__source_ts_ms"), F.col("__lsn")).alias(O.ORDERING_FIELD),
         F.coalesce(F.date_format(order_date, "yyyy"), F.lit(NULL_PARTITION)).alias("order_year"),
-    )
-
-
-def latest_per_key(rows: DataFrame) -> DataFrame:
-    """Per ``order_id``, the row with the greatest ``(cdc_source_ts_ms, cdc_lsn)``.
-
-    Ties go to d > u > c > r, then the later ``updated_at``, then the remaining columns, so the
-    result is deterministic; exact duplicates (a file read twice) collapse to one row.
-    """
-    op_rank = F.lit(-1)
-    for op, rank in _OP_RANK.items():
-        op_rank = F.when(F.col("cdc_op") == op, F.lit(rank)).otherwise(op_rank)
-    keys = ("order_id", "cdc_source_ts_ms", "cdc_lsn", "cdc_op", "updated_at")
-    window = Window.partitionBy("order_id").orderBy(
-        F.col("cdc_source_ts_ms").desc(),
-        F.col("cdc_lsn").desc(),
-        op_rank.desc(),
-        F.col("updated_at").desc_nulls_last(),
-        *[F.col(c).desc_nulls_last() for c in rows.columns if c not in keys],
-    )
-    # row_number() == 1 lets Spark 3.5 keep one row per key before the shuffle too.
-    return (
-        rows.withColumn("_rank", F.row_number().over(window))
-        .where(F.col("_rank") == 1)
-        .drop("_rank")
     )
 
 

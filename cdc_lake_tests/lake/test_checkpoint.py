@@ -20,6 +20,7 @@ from cdc_lake.lake.checkpoint import (
 )
 from cdc_lake.lake.hudi import completed_commits, latest_checkpoint
 from cdc_lake.lake.ingest import IngestResult, ingest_new_files, read_table
+from cdc_lake.lake.ordering import latest_per_key
 from cdc_lake.raw.synthetic import SyntheticLake, event
 from cdc_lake.stack import LocalStack
 
@@ -133,7 +134,7 @@ def _write_legacy_commit(spark: SparkSession, lake: SyntheticLake, key: str, tex
     """What the previous release committed: rows plus a checkpoint of the last key."""
     lines = T.lines_from_text(spark, [(key, text)])
     good, _ = T.split_valid(T.parse_raw_lines(lines))
-    rows = T.latest_per_key(T.to_lake_rows(good)).withColumn("_hoodie_is_deleted", F.lit(False))
+    rows = latest_per_key(T.to_lake_rows(good)).withColumn("_hoodie_is_deleted", F.lit(False))
     legacy = {lake.source.layout.partition_prefix(0): key}
     rows.write.format("hudi").options(**lake.table().write_options(legacy)).mode("append").save(
         lake.table().base_path

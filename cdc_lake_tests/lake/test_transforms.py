@@ -20,11 +20,11 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from cdc_lake.lake.ordering import latest_per_key
 from cdc_lake.lake.transforms import (
     LAKE_COLUMNS,
     RAW_EVENT_SCHEMA,
     flatten_order_items,
-    latest_per_key,
     lines_from_text,
     parse_raw_lines,
     split_valid,

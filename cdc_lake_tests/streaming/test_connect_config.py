@@ -31,7 +31,8 @@ def test_debezium_config(settings: CdcConnectorSettings):
     # Option names of Debezium 2.5+/3.x, not the removed delete.handling.mode.
     assert cfg["transforms.unwrap.delete.tombstone.handling.mode"] == "rewrite"
     assert "transforms.unwrap.delete.handling.mode" not in cfg
-    assert cfg["transforms.unwrap.add.fields"] == "op,db,table,schema,lsn,source.ts_ms,source.snapshot"
+    fields = "op,db,table,schema,lsn,source.ts_ms,source.snapshot"
+    assert cfg["transforms.unwrap.add.fields"] == fields
     assert cfg["decimal.handling.mode"] == "string"
     assert cfg["value.converter.schemas.enable"] == "false"
     assert cfg["database.password"] == "${env:CDC_LAKE_REPLICATION_PASSWORD}"
