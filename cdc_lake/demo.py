@@ -4,7 +4,7 @@
 2. materialise all five assets (sample data loaded on the way) with their checks;
 3. apply a few changes with the workload, wait for the S3 sink to flush them, and let the raw
    files sensor request the lake refresh, which then runs;
-4. print a summary, and how to open the Dagster UI on the same instance.
+4. print a summary, and the ``dg dev`` command that opens the Dagster UI on the same instance.
 
 Runs are recorded in the Dagster instance at ``<state>/dagster_home``, so the UI shows them.
 """
@@ -12,10 +12,13 @@ Runs are recorded in the Dagster instance at ``<state>/dagster_home``, so the UI
 from __future__ import annotations
 
 import os
+import shlex
 import time
+from pathlib import Path
 
 from cdc_lake.stack import LocalStack, StackSettings
 from cdc_lake.stack.install import install
+from cdc_lake.stack.settings import project_root
 
 
 def run_demo(settings: StackSettings, changes: int = 25) -> int:
@@ -103,11 +106,19 @@ def run_demo(settings: StackSettings, changes: int = 25) -> int:
     print(f"  took {time.monotonic() - t0:.0f}s")
     print()
     print("Open the Dagster UI on the same instance:")
-    print(f"  DAGSTER_HOME={home} .venv/bin/dagster dev -w workspace.yaml")
+    print(f"  {dg_dev_command(home)}")
     print("  then http://127.0.0.1:3000 (turn raw_cdc_files_sensor on under Automation)")
     print("Make more changes: .venv/bin/cdc-lake workload --changes 20")
     print("Stop the stack:    .venv/bin/cdc-lake stack down")
     return 0
+
+
+def dg_dev_command(home: Path) -> str:
+    """``dg dev`` on the demo's instance. In the checkout (a dg project: ``[tool.dg]`` in
+    ``pyproject.toml``) dg builds the workspace itself; ``DAGSTER_HOME`` picks the instance."""
+    root = project_root()
+    cd = "" if Path.cwd().resolve() == root else f"cd {shlex.quote(str(root))} && "
+    return f"{cd}DAGSTER_HOME={shlex.quote(str(home))} .venv/bin/dg dev"
 
 
 def _print_checks(result) -> None:
