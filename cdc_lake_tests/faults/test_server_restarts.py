@@ -1,14 +1,17 @@
-"""Faults 3 to 5: a server of the stack restarted in the middle of a steady workload.
+"""Faults 3 to 5: a server of the stack crashes (``kill -9``, with its process group) in the
+middle of a steady workload, and starts again.
 
-- 3, ``kafka``: the broker stops (SIGTERM, a controlled shutdown) and starts again. Debezium's
-  producer and the sink's consumer lose their broker; Connect's group and its config, offset and
-  status topics are served again only after the restart.
-- 4, ``s3``: S3Proxy stops and starts. The sink's uploads fail meanwhile and are retried.
-- 5, ``postgres``: PostgreSQL stops (fast shutdown) and starts. Debezium's replication
-  connection drops and resumes from its slot; the workload reconnects and goes on.
+- 3, ``kafka``: the broker dies without a controlled shutdown. Debezium's producer and the
+  sink's consumer lose their broker; the broker recovers its logs on restart, and Connect's
+  group and its config, offset and status topics are served again only then.
+- 4, ``s3``: S3Proxy dies. Uploads in flight are lost and the sink retries them.
+- 5, ``postgres``: the postmaster and every backend die. PostgreSQL runs crash recovery on
+  restart; Debezium's replication connection drops and resumes from its slot; the workload
+  reconnects and goes on.
 
 Each server stays down for a few seconds while the workload keeps trying, and
-``LocalStack.up()`` restarts it. Proves: once the workload is done and everything is caught up,
+``LocalStack.up()`` starts it again. A crash is the harder case of a restart: nothing is flushed
+or handed over on the way down. Proves: once the workload is done and everything is caught up,
 the lake equals ``datalake.cdc_events`` row for row, with both connectors RUNNING again without
 anyone's help.
 """
@@ -20,16 +23,16 @@ import time
 import pytest
 
 from cdc_lake.stack import LocalStack
-from cdc_lake_tests.faults.harness import FaultPipeline, FaultRecord, stop_service
+from cdc_lake_tests.faults.harness import FaultPipeline, FaultRecord, kill_service
 
 DOWN_S = 4.0
 BEFORE = 20  # changes made before the server goes down
-NAMES = {"kafka": "3 kafka broker restart", "s3": "4 s3 server restart",
-         "postgres": "5 postgresql restart"}  # fmt: skip
+NAMES = {"kafka": "3 kafka broker kill -9, restart", "s3": "4 s3 server kill -9, restart",
+         "postgres": "5 postgresql kill -9, restart"}  # fmt: skip
 
 
 @pytest.mark.parametrize("service", ["kafka", "s3", "postgres"])
-def test_server_restarted_mid_workload(
+def test_server_killed_mid_workload(
     service: str, make_pipeline, fault_record: FaultRecord, local_stack: LocalStack, spark
 ):
     fault_record.fault = NAMES[service]
@@ -43,7 +46,7 @@ def test_server_restarted_mid_workload(
         time.sleep(0.1)
 
     with fault_record.phase("restart"):
-        stop_service(local_stack, service)
+        kill_service(local_stack, service)
         time.sleep(DOWN_S)  # down for a while, with the workload still trying
         local_stack.up()
         p.wait_running()
