@@ -90,13 +90,35 @@ class IngestResult:
 
 
 def read_lines(spark: SparkSession, source: RawSource, objects: list[RawObject]) -> DataFrame:
-    """(source_key, line_no, value) for every line of the objects; line_no is 1-based."""
-    whole = spark.read.text([source.uri(o.key) for o in objects], wholetext=True)
+    """(source_key, line_no, value, input_error) for every line of the objects; line_no is
+    1-based.
+
+    Objects are read as bytes, not as text: Spark's text reader would turn invalid UTF-8 into
+    U+FFFD and the line would pass. Bytes map 1:1 onto ISO-8859-1 characters, so the split at
+    \\n and each line's bytes are exact; each line is then decoded as UTF-8. ``input_error``
+    names a line that is not valid UTF-8 (null otherwise); ``parse_raw_lines`` reports it.
+    """
+    paths = [source.uri(o.key) for o in objects]
+    files = spark.read.format("binaryFile").load(paths)
     prefix_len = len(f"{source.scheme}://{source.bucket}/")
-    return whole.select(
-        F.expr(f"substring(input_file_name(), {prefix_len + 1})").alias("source_key"),
-        F.posexplode(F.split(F.col("value"), "\n")).alias("pos", "value"),
-    ).select("source_key", (F.col("pos") + 1).cast("int").alias("line_no"), "value")
+    lines = files.select(
+        F.expr(f"substring(path, {prefix_len + 1})").alias("source_key"),
+        F.posexplode(F.split(F.decode("content", "ISO-8859-1"), "\n")).alias("pos", "raw"),
+    )
+    raw = F.encode(F.col("raw"), "ISO-8859-1")
+    text = F.decode(raw, "UTF-8")
+    # Decoding replaces invalid bytes with U+FFFD; only then can the round trip differ, so
+    # lines without one skip the re-encoding.
+    invalid = F.instr(F.col("value"), "\ufffd") > 0
+    invalid = invalid & (F.encode(F.col("value"), "UTF-8") != F.encode(F.col("raw"), "ISO-8859-1"))
+    return lines.select(
+        "source_key", (F.col("pos") + 1).cast("int").alias("line_no"), "raw", text.alias("value")
+    ).select(
+        "source_key",
+        "line_no",
+        "value",
+        F.when(invalid, F.lit("not valid UTF-8")).alias(T.INPUT_ERROR),
+    )
 
 
 def describe_bad(bad: DataFrame, limit: int = 5) -> list[str]:

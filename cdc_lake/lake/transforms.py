@@ -12,7 +12,9 @@ Bad input
     ``__op`` / ``__source_ts_ms`` is missing or null, ``__lsn`` is missing or null on a change
     that is not a snapshot read (``r``), ``__op`` is not one of r, c, u,
     d, ``__deleted`` is not "true"/"false", ``__lsn`` or ``__source_ts_ms`` is out of range, or
-    ``updated_at`` is not a timestamp.
+    ``updated_at`` is not a timestamp. The ingestion's reader also refuses, before parsing, a
+    line that is not valid UTF-8 (Spark's text decoding would silently turn the bytes into
+    U+FFFD) (``cdc_lake/lake/ingest.py``).
 
     How Spark 3.5's ``from_json`` in PERMISSIVE mode behaves (checked, and covered by tests): a
     wrong type in a number field (``"order_id": "abc"``, ``"__lsn": "x"``, ``1.5`` for a long, an
@@ -60,6 +62,8 @@ from pyspark.sql.types import (
 from cdc_lake.lake import ordering as O
 
 CORRUPT_COLUMN = "_corrupt_record"
+# Optional input column: a reason found before parsing (invalid UTF-8, too long), or null.
+INPUT_ERROR = "input_error"
 OPS = tuple(O.OP_RANK)
 REQUIRED_FIELDS = ("order_id", "__op", "__lsn", "__source_ts_ms")
 MAX_SOURCE_TS_MS = O.MAX_SOURCE_TS_MS
@@ -173,18 +177,24 @@ def parse_raw_lines(lines: DataFrame) -> DataFrame:
     """Parse ``(source_key, line_no, value)`` lines into events.
 
     Output: the ``RAW_EVENT_SCHEMA`` columns (``_corrupt_record`` included), ``source_key``,
-    ``line_no``, ``value`` and ``error`` (null for a good line). Blank lines are dropped.
+    ``line_no``, ``value`` and ``error`` (null for a good line). Blank lines are dropped. When
+    ``lines`` has an ``input_error`` column (``ingest.read_lines``), a line with one is not
+    parsed and that is its error.
     """
     value = F.col("value")
+    if INPUT_ERROR not in lines.columns:
+        lines = lines.withColumn(INPUT_ERROR, F.lit(None).cast(StringType()))
+    # A line refused before parsing is not parsed: its bytes are not what the text says.
+    to_parse = F.when(F.col(INPUT_ERROR).isNull(), value)
     # Explicit options also stop the optimizer from pruning the parse schema, which would
     # hide type errors in fields nobody selects.
     event = F.from_json(
-        value,
+        to_parse,
         RAW_EVENT_SCHEMA,
         {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT_COLUMN},
     )
     # from_json stops after the first value; as an array element, trailing content is an error.
-    n_values = F.json_array_length(F.concat(F.lit("["), value, F.lit("]")))
+    n_values = F.json_array_length(F.concat(F.lit("["), to_parse, F.lit("]")))
     parsed = (
         lines.where(value.isNotNull() & ~value.rlike(r"^\s*$"))
         # Parsing inside a generator: the optimizer would otherwise push a later filter on
@@ -193,13 +203,14 @@ def parse_raw_lines(lines: DataFrame) -> DataFrame:
             "source_key",
             "line_no",
             "value",
+            INPUT_ERROR,
             F.inline(F.array(F.struct(event.alias("_event"), n_values.alias("_n_values")))),
         )
-        .select("_event.*", "source_key", "line_no", "value", "_n_values")
+        .select("_event.*", "source_key", "line_no", "value", INPUT_ERROR, "_n_values")
     )
     partial = lines.sparkSession.conf.get("spark.sql.json.enablePartialResults", "true")
     error = _error_reason(F.col("_n_values"), precise_types=partial == "true")
-    return parsed.withColumn("error", error).drop("_n_values")
+    return parsed.withColumn("error", error).drop("_n_values", INPUT_ERROR)
 
 
 def _error_reason(n_values: Column, precise_types: bool) -> Column:
@@ -230,7 +241,8 @@ def _error_reason(n_values: Column, precise_types: bool) -> Column:
     op, deleted = F.col("__op"), F.col("__deleted")
     ts, updated_at = F.col("__source_ts_ms"), F.col("updated_at")
     return (
-        F.when(n_values.isNull(), F.lit("not valid JSON"))
+        F.when(F.col(INPUT_ERROR).isNotNull(), F.col(INPUT_ERROR))
+        .when(n_values.isNull(), F.lit("not valid JSON"))
         .when(n_values != 1, F.lit("more than one JSON value on the line"))
         .when(~value.rlike(r"^\s*\{"), F.lit("not a JSON object"))
         .when(F.col(CORRUPT_COLUMN).isNotNull(), wrong_type)

@@ -1,0 +1,68 @@
+"""Bad raw input on the real S3 server and the real Hudi bundle: each line named by key and line,
+the batch refused (nothing committed) or, with quarantine, the line kept aside."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from pyspark.sql import SparkSession
+
+from cdc_lake.lake.hudi import table_exists
+from cdc_lake.lake.ingest import IngestResult, MalformedRawFileError, ingest_new_files, read_table
+from cdc_lake.raw.synthetic import TOPIC, SyntheticLake, event
+from cdc_lake.stack import LocalStack
+
+
+@pytest.fixture
+def lake(local_stack: LocalStack) -> SyntheticLake:
+    s = local_stack.settings
+    client = local_stack.service("s3").client()  # type: ignore[attr-defined]
+    return SyntheticLake(client, s.raw_bucket, s.lake_bucket)
+
+
+def _ingest(spark: SparkSession, lake: SyntheticLake, **kw) -> IngestResult:
+    return ingest_new_files(spark, lake.client, lake.source, lake.table(), **kw)
+
+
+def _line(e: dict, offset: int) -> bytes:
+    e = {**e, "__kafka_topic": TOPIC, "__kafka_partition": 0, "__kafka_offset": offset}
+    return json.dumps(e, ensure_ascii=False).encode()
+
+
+def _put_bytes(lake: SyntheticLake, lines: list[bytes]) -> str:
+    """One raw object of partition 0 at offset 0, its lines written byte for byte."""
+    key = lake.key(0, 0)
+    lake.client.put_object(Bucket=lake.raw_bucket, Key=key, Body=b"".join(x + b"\n" for x in lines))
+    lake.next_offset[0] = len(lines)
+    return key
+
+
+def test_invalid_utf8_is_a_bad_line_and_a_real_replacement_character_is_not(
+    spark, lake: SyntheticLake
+):
+    invalid = _line(event(2, 100, 2, customer_id="ALXXKI"), 1).replace(b"XX", b"\xff\xfe")
+    key = _put_bytes(
+        lake,
+        [
+            _line(event(1, 100, 1), 0),
+            invalid,
+            # U+FFFD written as valid UTF-8 is data, not a decoding error.
+            _line(event(3, 100, 3, customer_id="AL\ufffdKI"), 2),
+        ],
+    )
+    with pytest.raises(
+        MalformedRawFileError, match=rf"1 malformed.*{re.escape(key)} line 2: not valid UTF-8"
+    ):
+        _ingest(spark, lake)
+    assert not table_exists(spark, lake.table().base_path)
+
+    result = _ingest(spark, lake, quarantine_path=lake.quarantine_path)
+    assert result.quarantined == 1 and result.committed is not None
+    rows = read_table(spark, lake.table().base_path).collect()
+    assert {r["order_id"]: r["customer_id"] for r in rows} == {1: "ALFKI", 3: "AL\ufffdKI"}
+    kept = spark.read.json(result.quarantine_path).collect()
+    assert [(r["source_key"], r["line_no"], r["error"]) for r in kept] == [
+        (key, 2, "not valid UTF-8")
+    ]
