@@ -21,6 +21,7 @@ from psycopg2.extensions import connection as PgConnection
 
 from cdc_lake.aws.glue import glue_sync_options, register_parquet_table
 from cdc_lake.lake.hudi import HudiTableConfig
+from cdc_lake.lake.ingest import DEFAULT_MAX_LINE_MB
 from cdc_lake.spark_jobs import (
     EmrServerlessSparkJobs,
     EmrStepSparkJobs,
@@ -219,6 +220,8 @@ class LakeResource(dg.ConfigurableResource):
     partition_field: str = "order_year"
     delete_mode: str = "hard"
     quarantine: bool = False
+    # A longer raw line is a bad line ("line N is X MB, over the limit of Y MB"), not parsed.
+    max_line_mb: float = DEFAULT_MAX_LINE_MB
     parallelism: int = 2
     compaction_delta_commits: int = 5
     index_type: str = "RECORD_INDEX"  # or GLOBAL_SIMPLE; both global
@@ -271,6 +274,7 @@ class LakeResource(dg.ConfigurableResource):
             "scheme": self.scheme,
             "table": asdict(self.table_config()),
             "quarantine_path": self.quarantine_path if self.quarantine else None,
+            "max_line_mb": self.max_line_mb,
         }
 
     def order_items_params(self) -> dict[str, Any]:

@@ -30,7 +30,7 @@ from pyspark.sql import functions as F
 
 from cdc_lake.lake.digest import ROW_HASH, empty_digest, spark_digest, spark_row_hash
 from cdc_lake.lake.hudi import HudiTableConfig, latest_commit, table_exists
-from cdc_lake.lake.ingest import RawSource, ingest_new_files, read_table
+from cdc_lake.lake.ingest import DEFAULT_MAX_LINE_MB, RawSource, ingest_new_files, read_table
 from cdc_lake.lake.transforms import flatten_order_items
 
 if TYPE_CHECKING:
@@ -70,6 +70,7 @@ def run_upsert(spark: SparkSession, s3_client: Any, params: dict[str, Any]) -> J
         table,
         quarantine_path=quarantine_path,
         replay_from=params.get("replay_from_offset"),
+        max_line_mb=params.get("max_line_mb", DEFAULT_MAX_LINE_MB),
     )
     exists = table_exists(spark, table.base_path)
     # Nothing committed: report the newest commit's figures, never "none" over a real table.

@@ -48,6 +48,12 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 
+# A longer raw line is a bad line, not parsed (``LakeResource.max_line_mb``). Past about 19 MB
+# one JSON string exceeds the parser's own limit (Jackson's 20M characters) anyway.
+DEFAULT_MAX_LINE_MB = 8.0
+MB = 1024 * 1024
+
+
 class MalformedRawFileError(ValueError):
     """A raw file holds a line that is not a valid change event; nothing was committed."""
 
@@ -89,14 +95,19 @@ class IngestResult:
         return sum(f.size for f in self.files)
 
 
-def read_lines(spark: SparkSession, source: RawSource, objects: list[RawObject]) -> DataFrame:
+def read_lines(
+    spark: SparkSession,
+    source: RawSource,
+    objects: list[RawObject],
+    max_line_mb: float = DEFAULT_MAX_LINE_MB,
+) -> DataFrame:
     """(source_key, line_no, value, input_error) for every line of the objects; line_no is
-    1-based.
+    1-based. ``input_error`` names a line over ``max_line_mb`` (MB of 2^20 bytes, the \\n not
+    counted) or not valid UTF-8, and is null otherwise; ``parse_raw_lines`` reports it.
 
     Objects are read as bytes, not as text: Spark's text reader would turn invalid UTF-8 into
     U+FFFD and the line would pass. Bytes map 1:1 onto ISO-8859-1 characters, so the split at
-    \\n and each line's bytes are exact; each line is then decoded as UTF-8. ``input_error``
-    names a line that is not valid UTF-8 (null otherwise); ``parse_raw_lines`` reports it.
+    \\n and each line's bytes are exact; each line is then decoded as UTF-8.
     """
     paths = [source.uri(o.key) for o in objects]
     files = spark.read.format("binaryFile").load(paths)
@@ -111,13 +122,23 @@ def read_lines(spark: SparkSession, source: RawSource, objects: list[RawObject])
     # lines without one skip the re-encoding.
     invalid = F.instr(F.col("value"), "\ufffd") > 0
     invalid = invalid & (F.encode(F.col("value"), "UTF-8") != F.encode(F.col("raw"), "ISO-8859-1"))
+    n_bytes = F.length("raw")  # one ISO-8859-1 character per byte
     return lines.select(
         "source_key", (F.col("pos") + 1).cast("int").alias("line_no"), "raw", text.alias("value")
     ).select(
         "source_key",
         "line_no",
         "value",
-        F.when(invalid, F.lit("not valid UTF-8")).alias(T.INPUT_ERROR),
+        F.when(
+            n_bytes > F.lit(int(max_line_mb * MB)),
+            F.format_string(
+                f"line %d is %.1f MB, over the limit of {max_line_mb:g} MB",
+                F.col("line_no"),
+                n_bytes / F.lit(MB),
+            ),
+        )
+        .when(invalid, F.lit("not valid UTF-8"))
+        .alias(T.INPUT_ERROR),
     )
 
 
@@ -171,9 +192,10 @@ def ingest_new_files(
     quarantine_path: str | None = None,
     max_files: int | None = None,
     replay_from: int | None = None,
+    max_line_mb: float = DEFAULT_MAX_LINE_MB,
 ) -> IngestResult:
     """One refresh (see the module docstring). ``replay_from``: read every partition again
-    from that offset on, whatever the checkpoint says."""
+    from that offset on, whatever the checkpoint says. A line over ``max_line_mb`` is bad."""
     t0 = time.monotonic()
     stored = current_checkpoint(spark, s3_client, source, table)
     start = stored.rewound(replay_from) if replay_from is not None else stored
@@ -191,7 +213,7 @@ def ingest_new_files(
         return result
 
     positioned = T.with_kafka_position(
-        T.parse_raw_lines(read_lines(spark, source, objects)), source.topic
+        T.parse_raw_lines(read_lines(spark, source, objects, max_line_mb)), source.topic
     )
     after = F.lit(-1)  # lines at or below the checkpoint offset are already in the table
     if start.partitions:

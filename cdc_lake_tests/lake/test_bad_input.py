@@ -5,13 +5,22 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import asdict
 
 import pytest
 from pyspark.sql import SparkSession
 
+from cdc_lake.jobs.lake_jobs import run_upsert
 from cdc_lake.lake.hudi import table_exists
-from cdc_lake.lake.ingest import IngestResult, MalformedRawFileError, ingest_new_files, read_table
+from cdc_lake.lake.ingest import (
+    MB,
+    IngestResult,
+    MalformedRawFileError,
+    ingest_new_files,
+    read_table,
+)
 from cdc_lake.raw.synthetic import TOPIC, SyntheticLake, event
+from cdc_lake.resources import LakeResource
 from cdc_lake.stack import LocalStack
 
 
@@ -66,3 +75,32 @@ def test_invalid_utf8_is_a_bad_line_and_a_real_replacement_character_is_not(
     assert [(r["source_key"], r["line_no"], r["error"]) for r in kept] == [
         (key, 2, "not valid UTF-8")
     ]
+
+
+def test_a_line_over_the_limit_is_named_with_its_size_not_parsed(spark, lake: SyntheticLake):
+    huge = {**event(2, 100, 2), "shipper": json.dumps({"note": "x" * (20 * MB)})}
+    key = lake.put([event(1, 100, 1), huge])
+    # Valid JSON: parsed, it would fail as "wrong type: order_id is not bigint, ...".
+    pattern = rf"{re.escape(key)} line 2: line 2 is 20\.0 MB, over the limit of 8 MB$"
+    with pytest.raises(MalformedRawFileError, match=pattern):
+        _ingest(spark, lake)
+    assert not table_exists(spark, lake.table().base_path)
+
+
+def test_the_line_limit_is_a_lake_setting_passed_to_the_job(spark, lake: SyntheticLake, resources):
+    two_mb = {**event(1, 100, 1), "shipper": json.dumps({"note": "x" * (2 * MB)})}
+    key = lake.put([two_mb])
+    params = {
+        **LakeResource(lake_bucket=lake.lake_bucket, max_line_mb=1.5).upsert_params(
+            resources["cdc"]
+        ),
+        "raw_bucket": lake.raw_bucket,
+        "raw_prefix": lake.raw_prefix,
+        "topic": TOPIC,
+        "table": asdict(lake.table()),
+    }
+    pattern = rf"{re.escape(key)} line 1: line 1 is 2\.0 MB, over the limit of 1\.5 MB$"
+    with pytest.raises(MalformedRawFileError, match=pattern):
+        run_upsert(spark, lake.client, params)
+    # Under the default limit the same line is an ordinary event.
+    assert _ingest(spark, lake).events_upserted == 1
