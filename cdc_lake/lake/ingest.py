@@ -11,8 +11,11 @@ One run:
    the checkpoint. So objects that were overwritten, re-cut with more records, duplicated or
    overlapping change nothing, and a line is never ingested twice;
 4. refuses the whole batch if any of those lines is bad: the error names the object key and
-   line, and nothing is committed. With ``quarantine`` on, bad lines are written to the
-   quarantine prefix instead, and the rest goes on;
+   line, nothing is committed, and it says how to get past it (quarantine, or fix or remove
+   the object), since the same lines block every later refresh. A line is bad when
+   ``parse_raw_lines`` says so, when it is not valid UTF-8, or when it is longer than
+   ``max_line_mb``. With ``quarantine`` on, bad lines are written to the quarantine prefix
+   instead, and the rest goes on;
 5. keeps the latest change per order (``cdc_lake/lake/ordering.py``). When the batch holds the
    last record of a completed Debezium snapshot, the live orders older than that snapshot are
    deleted (``cdc_lake/lake/snapshots.py``): the snapshot no longer held them;
@@ -147,6 +150,22 @@ def describe_bad(bad: DataFrame, limit: int = 5) -> list[str]:
     return [f"{r['source_key']} line {r['line_no']}: {r['error']}" for r in rows]
 
 
+def malformed_message(n_bad: int, bad: DataFrame, source: RawSource) -> str:
+    """What is wrong, and how to get past it: the same lines block every later refresh."""
+    keys = [r["source_key"] for r in bad.select("source_key").distinct().orderBy("source_key")
+            .limit(5).collect()]  # fmt: skip
+    return (
+        f"{n_bad} malformed line(s) in the raw files; nothing was committed. "
+        + "; ".join(describe_bad(bad))
+        + ". Every refresh stops here until these lines are dealt with. To get past them, "
+        "either enable quarantine: LakeResource(quarantine=True) (locally "
+        "local_resources(lake={'quarantine': True})) writes bad lines to the quarantine prefix "
+        "and commits the rest; or fix or remove the object(s) "
+        + ", ".join(source.uri(k).replace(f"{source.scheme}://", "s3://", 1) for k in keys)
+        + " (removing one also drops its good lines)."
+    )
+
+
 def current_checkpoint(
     spark: SparkSession, s3_client: Any, source: RawSource, table: HudiTableConfig
 ) -> C.Checkpoint:
@@ -235,10 +254,7 @@ def ingest_new_files(
         n_bad = bad.count()
         if n_bad:
             if quarantine_path is None:
-                raise MalformedRawFileError(
-                    f"{n_bad} malformed line(s) in the raw files; nothing was committed. "
-                    + "; ".join(describe_bad(bad))
-                )
+                raise MalformedRawFileError(malformed_message(n_bad, bad, source))
             target = f"{quarantine_path.rstrip('/')}/batch={int(time.time() * 1000)}"
             bad.write.mode("append").json(target)
             result.quarantined, result.quarantine_path = n_bad, target

@@ -104,3 +104,16 @@ def test_the_line_limit_is_a_lake_setting_passed_to_the_job(spark, lake: Synthet
         run_upsert(spark, lake.client, params)
     # Under the default limit the same line is an ordinary event.
     assert _ingest(spark, lake).events_upserted == 1
+
+
+def test_a_blocking_object_says_how_to_get_past_it(spark, lake: SyntheticLake):
+    key = lake.put([event(1, 100, 1), "{not json"])
+    for _ in range(2):  # it blocks every refresh, and every refresh says so
+        with pytest.raises(MalformedRawFileError) as err:
+            _ingest(spark, lake)
+        msg = str(err.value)
+        assert f"{key} line 2: not valid JSON" in msg
+        assert "Every refresh stops here" in msg
+        assert "LakeResource(quarantine=True)" in msg
+        assert f"fix or remove the object(s) s3://{lake.raw_bucket}/{key} " in msg
+    assert not table_exists(spark, lake.table().base_path)
