@@ -17,6 +17,11 @@ Listing
     Partitions are found with one delimiter listing of ``<prefix><topic>/``. Each partition is
     then listed from a caller-given ``StartAfter`` key, so a listing costs what the new objects
     cost, not what the prefix holds.
+
+Failures
+    A missing raw bucket is a ``MissingBucketError`` naming the bucket and the setting, for the
+    raw asset and for every listing (the lake refresh, its sensor), not botocore's bare
+    ``NoSuchBucket``.
 """
 
 from __future__ import annotations
@@ -26,8 +31,21 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from botocore.exceptions import ClientError
+
 OFFSET_DIGITS = 20
 PARTITION_DIR = re.compile(r"partition=(\d+)/$")
+
+
+class MissingBucketError(RuntimeError):
+    pass
+
+
+def missing_bucket_error(bucket: str, code: str | None) -> MissingBucketError:
+    return MissingBucketError(
+        f"raw bucket {bucket!r} is missing or not accessible ({code}). Fix: create it "
+        "(`cdc-lake stack up` creates the local buckets) or correct the raw_bucket setting."
+    )
 
 
 @dataclass(frozen=True, order=True)
@@ -96,7 +114,13 @@ def _pages(client: Any, listing: Listing, **kwargs: Any):
         args = dict(kwargs)
         if token:
             args["ContinuationToken"] = token
-        page = client.list_objects_v2(**args)
+        try:
+            page = client.list_objects_v2(**args)
+        except ClientError as e:
+            code = e.response.get("Error", {}).get("Code")
+            if code == "NoSuchBucket":
+                raise missing_bucket_error(kwargs["Bucket"], code) from e
+            raise
         listing.list_requests += 1
         yield page
         if not page.get("IsTruncated"):

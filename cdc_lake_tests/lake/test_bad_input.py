@@ -11,14 +11,17 @@ import pytest
 from pyspark.sql import SparkSession
 
 from cdc_lake.jobs.lake_jobs import run_upsert
+from cdc_lake.lake.checkpoint import pending
 from cdc_lake.lake.hudi import table_exists
 from cdc_lake.lake.ingest import (
     MB,
     IngestResult,
     MalformedRawFileError,
+    RawSource,
     ingest_new_files,
     read_table,
 )
+from cdc_lake.raw.objects import MissingBucketError
 from cdc_lake.raw.synthetic import TOPIC, SyntheticLake, event
 from cdc_lake.resources import LakeResource
 from cdc_lake.stack import LocalStack
@@ -117,3 +120,13 @@ def test_a_blocking_object_says_how_to_get_past_it(spark, lake: SyntheticLake):
         assert "LakeResource(quarantine=True)" in msg
         assert f"fix or remove the object(s) s3://{lake.raw_bucket}/{key} " in msg
     assert not table_exists(spark, lake.table().base_path)
+
+
+def test_a_missing_raw_bucket_is_named_with_its_setting_in_the_refresh(spark, lake: SyntheticLake):
+    gone = RawSource("no-such-raw-bucket", lake.raw_prefix, TOPIC)
+    expected = r"raw bucket 'no-such-raw-bucket' is missing .*NoSuchBucket.* raw_bucket setting"
+    with pytest.raises(MissingBucketError, match=expected):
+        ingest_new_files(spark, lake.client, gone, lake.table())
+    # The lake asset's own listing (no Spark) and its sensor go through the same lister.
+    with pytest.raises(MissingBucketError, match=expected):
+        pending(lake.client, gone.bucket, gone.layout, None)

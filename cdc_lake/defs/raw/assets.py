@@ -16,7 +16,12 @@ from botocore.exceptions import ClientError
 from dagster_aws.s3 import S3Resource
 
 from cdc_lake.defs.streaming.assets import TOPIC_KEY
-from cdc_lake.raw.objects import RawLayout, list_objects
+from cdc_lake.raw.objects import (  # noqa: F401 (MissingBucketError re-exported)
+    MissingBucketError,
+    RawLayout,
+    list_objects,
+    missing_bucket_error,
+)
 from cdc_lake.resources import (
     CdcPipelineResource,
     ConnectResource,
@@ -26,10 +31,6 @@ from cdc_lake.resources import (
 from cdc_lake.streaming.topics import consumer_lag, wait_for_consumer
 
 RAW_KEY = dg.AssetKey(["s3", "raw", "cdc_events"])
-
-
-class MissingBucketError(RuntimeError):
-    pass
 
 
 @dg.asset(
@@ -54,11 +55,8 @@ def raw_cdc_files(
     try:
         client.head_bucket(Bucket=cdc.raw_bucket)
     except ClientError as e:
-        raise MissingBucketError(
-            f"raw bucket {cdc.raw_bucket!r} is missing or not accessible "
-            f"({e.response.get('Error', {}).get('Code')}). Fix: create it (`cdc-lake stack up` "
-            "creates the local buckets) or correct the raw_bucket setting."
-        ) from e
+        code = e.response.get("Error", {}).get("Code")
+        raise missing_bucket_error(cdc.raw_bucket, code) from e
     connect = kafka_connect.client()
     name = cdc.sink_connector_name
     settings = cdc.connector_settings(postgres)
