@@ -109,14 +109,30 @@ def cmd_source(args: argparse.Namespace) -> int:
 
 
 def cmd_workload(args: argparse.Namespace) -> int:
+    import psycopg2
+
     from cdc_lake.source.workload import Workload
 
     settings = _settings(args)
-    conn = _connect(settings)
+    workload: Workload | None = None
     try:
-        changes = Workload(conn, seed=args.seed).run(args.changes, args.rate, progress=print)
-    finally:
-        conn.close()
+        conn = _connect(settings)
+        try:
+            workload = Workload(conn, seed=args.seed)
+            changes = workload.run(args.changes, args.rate, progress=print)
+        finally:
+            conn.close()
+    except psycopg2.Error as e:
+        # A restart or stop of PostgreSQL lands here: one line, not psycopg2's traceback.
+        done = len(workload.applied) if workload else 0
+        reason = next((line for line in str(e).splitlines() if line.strip()), type(e).__name__)
+        where = f"{settings.host}:{settings.port('postgres')}/{settings.pg_database}"
+        print(
+            f"error: workload stopped after {done} of {args.changes} changes: PostgreSQL at "
+            f"{where}: {reason.strip()}",
+            file=sys.stderr,
+        )
+        return 1
     kinds: dict[str, int] = {}
     for c in changes:
         kinds[c.kind] = kinds.get(c.kind, 0) + 1

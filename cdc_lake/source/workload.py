@@ -7,6 +7,12 @@ Each change is one transaction, as an application would make it:
   - ``delete``: an order and its lines deleted.
 The outbox triggers turn each into one or more outbox row changes. With the same seed, the same
 starting data and the same count, the same changes are made.
+
+Failures
+    The workload does not reconnect: a lost connection (PostgreSQL restarted or stopped) ends
+    the run with psycopg2's error; the change in flight is rolled back by the server.
+    ``applied`` holds the changes committed until then, and ``cdc-lake workload`` reports them
+    in one line and exits 1. Running it again goes on with new changes.
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ class Workload:
         self.conn = conn
         self.rng = random.Random(seed)
         self.mix = mix or DEFAULT_MIX
+        self.applied: list[Change] = []  # committed so far in the current run
 
     def _random_order(self, cur, where: str = "TRUE") -> int | None:
         cur.execute("SELECT min(order_id), max(order_id) FROM datalake.orders")
@@ -134,6 +141,7 @@ class Workload:
     ) -> list[Change]:
         """Make ``changes`` changes at ``rate_per_s`` (0: as fast as possible)."""
         done: list[Change] = []
+        self.applied = done
         interval = 1.0 / rate_per_s if rate_per_s > 0 else 0.0
         start = time.monotonic()
         for i in range(changes):
