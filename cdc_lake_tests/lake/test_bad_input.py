@@ -84,7 +84,7 @@ def test_a_line_over_the_limit_is_named_with_its_size_not_parsed(spark, lake: Sy
     huge = {**event(2, 100, 2), "shipper": json.dumps({"note": "x" * (20 * MB)})}
     key = lake.put([event(1, 100, 1), huge])
     # Valid JSON: parsed, it would fail as "wrong type: order_id is not bigint, ...".
-    pattern = rf"{re.escape(key)} line 2: line 2 is 20\.0 MB, over the limit of 8 MB$"
+    pattern = rf"{re.escape(key)} line 2: line 2 is 20\.0 MB, over the limit of 8 MB\. "
     with pytest.raises(MalformedRawFileError, match=pattern):
         _ingest(spark, lake)
     assert not table_exists(spark, lake.table().base_path)
@@ -102,7 +102,7 @@ def test_the_line_limit_is_a_lake_setting_passed_to_the_job(spark, lake: Synthet
         "topic": TOPIC,
         "table": asdict(lake.table()),
     }
-    pattern = rf"{re.escape(key)} line 1: line 1 is 2\.0 MB, over the limit of 1\.5 MB$"
+    pattern = rf"{re.escape(key)} line 1: line 1 is 2\.0 MB, over the limit of 1\.5 MB\. "
     with pytest.raises(MalformedRawFileError, match=pattern):
         run_upsert(spark, lake.client, params)
     # Under the default limit the same line is an ordinary event.
