@@ -24,14 +24,6 @@ from cdc_lake.lake.ingest import (
 from cdc_lake.raw.objects import MissingBucketError
 from cdc_lake.raw.synthetic import TOPIC, SyntheticLake, event
 from cdc_lake.resources import LakeResource
-from cdc_lake.stack import LocalStack
-
-
-@pytest.fixture
-def lake(local_stack: LocalStack) -> SyntheticLake:
-    s = local_stack.settings
-    client = local_stack.service("s3").client()  # type: ignore[attr-defined]
-    return SyntheticLake(client, s.raw_bucket, s.lake_bucket)
 
 
 def _ingest(spark: SparkSession, lake: SyntheticLake, **kw) -> IngestResult:

@@ -22,14 +22,6 @@ from cdc_lake.lake.hudi import completed_commits, latest_checkpoint
 from cdc_lake.lake.ingest import IngestResult, ingest_new_files, read_table
 from cdc_lake.lake.ordering import latest_per_key
 from cdc_lake.raw.synthetic import SyntheticLake, event
-from cdc_lake.stack import LocalStack
-
-
-@pytest.fixture
-def lake(local_stack: LocalStack) -> SyntheticLake:
-    s = local_stack.settings
-    client = local_stack.service("s3").client()  # type: ignore[attr-defined]
-    return SyntheticLake(client, s.raw_bucket, s.lake_bucket)
 
 
 def _ingest(spark: SparkSession, lake: SyntheticLake, **kw) -> IngestResult:

@@ -13,14 +13,6 @@ from cdc_lake.lake.ingest import IngestResult, ingest_new_files, read_table
 from cdc_lake.lake.snapshots import completed_snapshot_ts
 from cdc_lake.lake.transforms import lines_from_text, parse_raw_lines, split_valid
 from cdc_lake.raw.synthetic import SyntheticLake, event
-from cdc_lake.stack import LocalStack
-
-
-@pytest.fixture
-def lake(local_stack: LocalStack) -> SyntheticLake:
-    s = local_stack.settings
-    client = local_stack.service("s3").client()  # type: ignore[attr-defined]
-    return SyntheticLake(client, s.raw_bucket, s.lake_bucket)
 
 
 def read(order_id: int, ts: int, lsn: int, marker: str, **kw: Any) -> dict[str, Any]:
