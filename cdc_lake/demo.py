@@ -20,6 +20,10 @@ from cdc_lake.stack import LocalStack, StackSettings
 from cdc_lake.stack.install import install
 from cdc_lake.stack.settings import project_root
 
+# Dagster's console at INFO: the assets' own lines, not every engine event (those stay in the
+# instance's event log, so the UI shows them all).
+QUIET = {"loggers": {"console": {"config": {"log_level": "INFO"}}}}
+
 
 def run_demo(settings: StackSettings, changes: int = 25) -> int:
     t0 = time.monotonic()
@@ -52,7 +56,9 @@ def run_demo(settings: StackSettings, changes: int = 25) -> int:
     checks = list(definitions.asset_checks or [])
 
     print("[demo] materialising all five assets with their checks", flush=True)
-    first = dg.materialize([*assets, *checks], resources=resources, instance=instance)
+    first = dg.materialize(
+        [*assets, *checks], resources=resources, instance=instance, run_config=QUIET
+    )
     if not first.success:
         return 1
     _print_checks(first)
@@ -80,6 +86,7 @@ def run_demo(settings: StackSettings, changes: int = 25) -> int:
         resources=resources,
         instance=instance,
         tags=dict(request.tags),
+        run_config=QUIET,
     )
     if not second.success:
         return 1
