@@ -113,8 +113,9 @@ class KafkaResource(dg.ConfigurableResource):
 
 
 class ConnectResource(dg.ConfigurableResource):
-    """Where the connectors run. ``client()`` answers ``connectors()`` and
-    ``deploy(name, config, timeout_s, log) -> (action, status)``."""
+    """Where the connectors run. ``client()`` answers ``connectors()``,
+    ``status(name) -> {"connector": {"state"}, "tasks": [{"id", "state", "trace"?}]} | None``
+    and ``deploy(name, config, timeout_s, log) -> (action, status)``."""
 
     def client(self) -> Any:
         raise NotImplementedError
@@ -162,9 +163,11 @@ class CdcPipelineResource(dg.ConfigurableResource):
     flush_records: int = 1000
     flush_interval_ms: int = 10_000
     heartbeat_interval_ms: int = DEFAULT_HEARTBEAT_INTERVAL_MS
-    # The lag checks WARN past these: WAL the slot retains, records the sink has not committed.
+    # The lag checks WARN past these: WAL the slot retains, records the sink has not committed,
+    # raw objects the lake has not ingested yet.
     slot_lag_warn_bytes: int = 1 << 30
     sink_lag_warn_records: int = 100_000
+    pending_objects_warn: int = 100
     sample_scale: float = 1.0
     sample_seed: int = 42
     connector_timeout_s: float = 180.0

@@ -28,18 +28,18 @@ def test_definitions_hold_the_pipeline():
     repo = loaded.get_repository_def()
     keys = {k.to_user_string() for k in repo.asset_graph.get_all_asset_keys()}
     assert keys == {
-        "postgres/datalake/cdc_events",
-        "kafka/datalake_cdc_events",
-        "s3/raw/cdc_events",
+        "postgres/datalake/cdc_events_outbox",
+        "kafka/cdc_events_topic",
+        "s3/raw/cdc_events_files",
         "hudi/datalake/cdc_events",
         "s3/marts/order_items",
     }
     graph = repo.asset_graph
     # Lineage runs outbox -> topic -> raw files -> Hudi -> order items.
     chain = [
-        "postgres/datalake/cdc_events",
-        "kafka/datalake_cdc_events",
-        "s3/raw/cdc_events",
+        "postgres/datalake/cdc_events_outbox",
+        "kafka/cdc_events_topic",
+        "s3/raw/cdc_events_files",
         "hudi/datalake/cdc_events",
         "s3/marts/order_items",
     ]
@@ -52,7 +52,11 @@ def test_definitions_hold_the_pipeline():
     checks = {c.name for c in repo.asset_graph.asset_check_keys}
     assert {"order_id_unique", "no_deleted_orders", "matches_source", "revenue_non_negative",
             "orders_exist_in_lake", "no_quarantined_lines", "replication_slot_lag",
-            "sink_consumer_lag"} <= checks  # fmt: skip
+            "sink_consumer_lag", "source_connector_running", "sink_connector_running",
+            "pending_raw_objects"} <= checks  # fmt: skip
+    # The lake and its mart carry a freshness policy, shown by the UI once the daemon runs.
+    for key in ("hudi/datalake/cdc_events", "s3/marts/order_items"):
+        assert graph.get(dg.AssetKey.from_user_string(key)).freshness_policy is not None
     assert repo.has_sensor_def("raw_cdc_files_sensor")
     assert set(loaded.resources or {}) >= {"postgres", "kafka", "kafka_connect", "s3", "spark_jobs"}
 

@@ -183,7 +183,7 @@ def run_order_items(spark: SparkSession, params: dict[str, Any]) -> JobReport:
         customers = written.select("customer_id").distinct().count()
         report.metadata = {
             "dagster/row_count": meta(count, "int"),
-            "total_revenue": meta(round(float(total), 2), "float"),
+            "total_revenue_usd": meta(round(float(total), 2), "float"),
             "customers": meta(customers, "int"),
             "customer_stats": meta(customer_rows(written), "json"),
             "preview": meta(preview_markdown(written), "md"),

@@ -14,6 +14,7 @@ which reads the timeline through Hudi itself.
 
 from __future__ import annotations
 
+import datetime
 import re
 from typing import Any
 
@@ -37,3 +38,15 @@ def newest_commit_instant(client: Any, bucket: str, table_prefix: str) -> str | 
             if m and (newest is None or m.group(1) > newest):
                 newest = m.group(1)
     return newest
+
+
+def instant_time(instant: str) -> datetime.datetime | None:
+    """When an instant was requested, from its name (``yyyyMMddHHmmssSSS``), or None for a
+    name that is not one ("none" before the first commit). Hudi writes instants in the
+    timeline's time zone (``hoodie.table.timeline.timezone``, default the JVM's); the stack and
+    EMR run in UTC, so UTC is assumed."""
+    try:
+        parsed = datetime.datetime.strptime(instant[:17], "%Y%m%d%H%M%S%f")
+    except ValueError:
+        return None
+    return parsed.replace(tzinfo=datetime.UTC) if len(instant) == 17 else None

@@ -12,6 +12,9 @@ import io
 from collections.abc import Sequence
 from typing import Any
 
+# Northwind's prices are in US dollars; so are the order items' revenue figures.
+CURRENCY_SYMBOL = "$"
+
 
 def chart_png(stats: Sequence[dict[str, Any]], top: int = 10) -> bytes:
     import matplotlib
@@ -22,8 +25,9 @@ def chart_png(stats: Sequence[dict[str, Any]], top: int = 10) -> bytes:
     fig, (bars, scatter) = plt.subplots(1, 2, figsize=(12, 4.5), dpi=80)
     head = list(stats[:top])[::-1]
     bars.barh([s["customer_id"] for s in head], [s["revenue"] for s in head])
-    bars.set_title(f"Revenue of the top {len(head)} customers")
-    bars.set_xlabel("revenue")
+    bars.set_title(f"Revenue of the top {len(head)} customers (USD)")
+    bars.set_xlabel("revenue (USD)")
+    bars.xaxis.set_major_formatter(f"{CURRENCY_SYMBOL}{{x:,.0f}}")
     scatter.scatter(
         [s["avg_quantity"] for s in stats],
         [s["avg_revenue"] for s in stats],
@@ -32,7 +36,8 @@ def chart_png(stats: Sequence[dict[str, Any]], top: int = 10) -> bytes:
     )
     scatter.set_title("Per customer: average quantity vs average revenue (size: orders)")
     scatter.set_xlabel("average quantity per line")
-    scatter.set_ylabel("average revenue per line")
+    scatter.set_ylabel("average revenue per line (USD)")
+    scatter.yaxis.set_major_formatter(f"{CURRENCY_SYMBOL}{{x:,.0f}}")
     fig.tight_layout()
     out = io.BytesIO()
     fig.savefig(out, format="png")

@@ -1002,6 +1002,17 @@ class MskConnectClient:
             names += [c["connectorName"] for c in page.get("connectors", [])]
         return names
 
+    def status(self, name: str) -> dict[str, Any] | None:
+        """Kafka Connect's status shape; MSK Connect reports no per-task states."""
+        found = _find_by_name(
+            self.kc, "list_connectors", "connectors", "connectorName", name,
+            connectorNamePrefix=name,
+        )  # fmt: skip
+        if found is None:
+            return None
+        desc = self.kc.describe_connector(connectorArn=found["connectorArn"])
+        return {"connector": {"state": desc["connectorState"]}, "tasks": []}
+
     def deploy(
         self,
         name: str,

@@ -10,9 +10,9 @@ from typing import Any
 import dagster as dg
 
 from cdc_lake.defs.raw.assets import RAW_KEY, raw_cdc_files
-from cdc_lake.defs.raw.checks import sink_consumer_lag
+from cdc_lake.defs.raw.checks import sink_connector_running, sink_consumer_lag
 from cdc_lake.defs.streaming.assets import TOPIC_KEY, cdc_events_topic
-from cdc_lake.defs.streaming.checks import replication_slot_lag
+from cdc_lake.defs.streaming.checks import replication_slot_lag, source_connector_running
 from cdc_lake.resources import local_resources
 from cdc_lake.stack import LocalStack
 from cdc_lake.streaming.topics import end_offsets, wait_for_consumer
@@ -45,10 +45,9 @@ def _evaluate(check: Any, **resources: Any) -> dg.AssetCheckResult:
 
 
 def test_lag_metadata_and_checks_pass_when_caught_up(ingested, resources):
-    result = dg.materialize(
-        [cdc_events_topic, raw_cdc_files, replication_slot_lag, sink_consumer_lag],
-        resources=resources,
-    )
+    checks = [replication_slot_lag, source_connector_running, sink_consumer_lag,
+              sink_connector_running]  # fmt: skip
+    result = dg.materialize([cdc_events_topic, raw_cdc_files, *checks], resources=resources)
     assert result.success
     topic = metadata(result, TOPIC_KEY)
     restart, flush = topic["slot_restart_lag_bytes"], topic["slot_flush_lag_bytes"]
@@ -58,12 +57,16 @@ def test_lag_metadata_and_checks_pass_when_caught_up(ingested, resources):
     raw = metadata(result, RAW_KEY)
     print(f"sink lag: {raw['sink_consumer_lag_records']} records")
     assert raw["sink_consumer_lag_records"] == 0  # nothing changed since the sink caught up
-    checks = {e.check_name: e for e in result.get_asset_check_evaluations()}
-    assert {n: c.passed for n, c in checks.items()} == {
+    evaluated = {e.check_name: e for e in result.get_asset_check_evaluations()}
+    assert {n: c.passed for n, c in evaluated.items()} == {
         "replication_slot_lag": True,
+        "source_connector_running": True,
         "sink_consumer_lag": True,
+        "sink_connector_running": True,
     }
-    slot_meta = {k: v.value for k, v in checks["replication_slot_lag"].metadata.items()}
+    states = evaluated["sink_connector_running"].metadata["states"].value
+    assert states == {"connector": "RUNNING", "task 0": "RUNNING"}
+    slot_meta = {k: v.value for k, v in evaluated["replication_slot_lag"].metadata.items()}
     assert slot_meta["threshold_bytes"] == resources["cdc"].slot_lag_warn_bytes == 2**30
     assert slot_meta["active"] is True
 
@@ -102,9 +105,15 @@ def test_sink_lag_check_warns_while_the_sink_is_paused(
         paused = _evaluate(sink_consumer_lag, kafka=tiny["kafka"], cdc=tiny["cdc"])
         assert not paused.passed and paused.severity == dg.AssetCheckSeverity.WARN
         assert paused.metadata["sink_consumer_lag_records"].value == 1
+        state = _evaluate(sink_connector_running, kafka_connect=resources["kafka_connect"], cdc=cdc)
+        assert not state.passed and state.severity == dg.AssetCheckSeverity.WARN
+        assert state.description == f"{sink}: connector PAUSED, task 0 PAUSED"
     finally:
         _connector_action(url, sink, "resume")
     wait_for_consumer(conf, cdc.sink_consumer_group, cdc.topic, timeout_s=60)
     resumed = _evaluate(sink_consumer_lag, kafka=tiny["kafka"], cdc=tiny["cdc"])
     assert resumed.passed  # caught up: 0 records, not over a threshold of 0
     assert resumed.metadata["sink_consumer_lag_records"].value == 0
+    assert _evaluate(
+        sink_connector_running, kafka_connect=resources["kafka_connect"], cdc=cdc
+    ).passed

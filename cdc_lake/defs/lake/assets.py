@@ -30,15 +30,25 @@ import dagster as dg
 from dagster_aws.s3 import S3Resource
 from pydantic import Field
 
+from cdc_lake.defs import LAKE_FRESHNESS, PIPELINE_GROUP
 from cdc_lake.defs.raw.assets import RAW_KEY
 from cdc_lake.defs.unchanged import carried_check_results, carried_metadata, latest_materialization
 from cdc_lake.lake.checkpoint import is_legacy, pending
-from cdc_lake.lake.timeline import newest_commit_instant
+from cdc_lake.lake.timeline import instant_time, newest_commit_instant
 from cdc_lake.raw.objects import RawLayout
 from cdc_lake.resources import CdcPipelineResource, LakeResource
 from cdc_lake.spark_jobs import SparkJobsResource
 
 HUDI_KEY = dg.AssetKey(["hudi", "datalake", "cdc_events"])
+
+
+def lake_checkpoint(instance: dg.DagsterInstance) -> dict | None:
+    """The checkpoint of the Hudi asset's latest materialization: where the lake is."""
+    event = instance.get_latest_materialization_event(HUDI_KEY)
+    mat = event.asset_materialization if event else None
+    stored = mat.metadata.get("checkpoint") if mat else None
+    value = stored.value if stored is not None else None
+    return value if isinstance(value, dict) else None
 
 
 class LakeRefreshConfig(dg.Config):
@@ -52,7 +62,8 @@ class LakeRefreshConfig(dg.Config):
 @dg.asset(
     key=HUDI_KEY,
     deps=[RAW_KEY],
-    group_name="lake",
+    group_name=PIPELINE_GROUP,
+    freshness_policy=LAKE_FRESHNESS,
     kinds={"hudi", "spark", "s3"},
     owners=["team:data-platform"],
     tags={"stage": "lake"},
@@ -87,7 +98,10 @@ def cdc_events_hudi(
     if not outcome.metadata["new_commit"].value:
         context.log.info(f"no new raw lines since the checkpoint: nothing committed ({instant})")
     version = dg.DataVersion(instant) if instant != "none" else None
-    return outcome.materialize_result(context, data_version=version)
+    extra = {}
+    if (when := instant_time(instant)) is not None:
+        extra["commit_time"] = dg.MetadataValue.timestamp(when)
+    return outcome.materialize_result(context, data_version=version, **extra)
 
 
 def _nothing_new(

@@ -24,7 +24,7 @@ import json
 import dagster as dg
 from dagster_aws.s3 import S3Resource
 
-from cdc_lake.defs.lake.assets import HUDI_KEY
+from cdc_lake.defs.lake.assets import HUDI_KEY, lake_checkpoint
 from cdc_lake.defs.marts.assets import ORDER_ITEMS_KEY
 from cdc_lake.lake.checkpoint import pending
 from cdc_lake.raw.objects import RawLayout
@@ -72,14 +72,11 @@ def raw_cdc_files_sensor(
             f"lake refresh run {in_flight[0].dagster_run.run_id} is still in flight; "
             "new objects wait for the next tick"
         )
-    event = context.instance.get_latest_materialization_event(HUDI_KEY)
-    mat = event.asset_materialization if event else None
-    lake_checkpoint = mat.metadata.get("checkpoint") if mat else None
     plan = pending(
         s3.get_client(),
         cdc.raw_bucket,
         RawLayout(cdc.raw_prefix, cdc.topic),
-        lake_checkpoint.value if lake_checkpoint else None,  # type: ignore[arg-type]
+        lake_checkpoint(context.instance),
     )
     if not plan.objects:
         return dg.SkipReason(

@@ -15,6 +15,7 @@ import dagster as dg
 from botocore.exceptions import ClientError
 from dagster_aws.s3 import S3Resource
 
+from cdc_lake.defs import PIPELINE_GROUP
 from cdc_lake.defs.streaming.assets import TOPIC_KEY
 from cdc_lake.raw.objects import (  # noqa: F401 (MissingBucketError re-exported)
     MissingBucketError,
@@ -30,13 +31,13 @@ from cdc_lake.resources import (
 )
 from cdc_lake.streaming.topics import consumer_lag, wait_for_consumer
 
-RAW_KEY = dg.AssetKey(["s3", "raw", "cdc_events"])
+RAW_KEY = dg.AssetKey(["s3", "raw", "cdc_events_files"])
 
 
 @dg.asset(
     key=RAW_KEY,
     deps=[TOPIC_KEY],
-    group_name="raw",
+    group_name=PIPELINE_GROUP,
     kinds={"s3", "kafka"},
     owners=["team:data-platform"],
     tags={"stage": "raw"},
@@ -49,8 +50,8 @@ def raw_cdc_files(
     s3: S3Resource,
     cdc: CdcPipelineResource,
 ) -> dg.MaterializeResult:
-    """JSON-lines objects under s3://<raw bucket>/<raw prefix><topic>/partition=<p>/, one change
-    event per line, flushed by record count and by interval."""
+    """The topic's change events as JSON-lines objects in the raw bucket, one event per line,
+    under `{raw prefix}{topic}/partition={p}/`, flushed by record count and by interval."""
     client = s3.get_client()
     try:
         client.head_bucket(Bucket=cdc.raw_bucket)
@@ -69,21 +70,21 @@ def raw_cdc_files(
     objects = listing.objects
     last_key = max((o.key for o in objects), default=None)
     cursor = {str(o.partition): o.key for o in sorted(objects)}  # the last key per partition
-    return dg.MaterializeResult(
-        metadata={
-            "location": dg.MetadataValue.path(f"s3://{cdc.raw_bucket}/{cdc.raw_prefix}"),
-            "objects": dg.MetadataValue.int(len(objects)),
-            "bytes": dg.MetadataValue.int(sum(o.size for o in objects)),
-            "last_key": dg.MetadataValue.text(last_key or ""),
-            "last_key_per_partition": dg.MetadataValue.json(cursor),
-            "ignored_keys": dg.MetadataValue.int(len(listing.ignored)),
-            "records_flushed": dg.MetadataValue.int(sum(ends.values())),
-            # Measured after the wait: what reached the topic since (see sink_consumer_lag).
-            "sink_consumer_lag_records": dg.MetadataValue.int(
-                sum(consumer_lag(kafka.client_conf(), cdc.sink_consumer_group, cdc.topic).values())
-            ),
-            "connector": dg.MetadataValue.text(name),
-            "connector_action": dg.MetadataValue.text(action),
-            "connector_state": dg.MetadataValue.text(status["connector"]["state"]),
-        }
-    )
+    metadata: dict[str, dg.MetadataValue] = {
+        "location": dg.MetadataValue.path(f"s3://{cdc.raw_bucket}/{cdc.raw_prefix}"),
+        "objects": dg.MetadataValue.int(len(objects)),
+        "bytes": dg.MetadataValue.int(sum(o.size for o in objects)),
+        "last_key_per_partition": dg.MetadataValue.json(cursor),
+        "ignored_keys": dg.MetadataValue.int(len(listing.ignored)),
+        "records_flushed": dg.MetadataValue.int(sum(ends.values())),
+        # Measured after the wait: what reached the topic since (see sink_consumer_lag).
+        "sink_consumer_lag_records": dg.MetadataValue.int(
+            sum(consumer_lag(kafka.client_conf(), cdc.sink_consumer_group, cdc.topic).values())
+        ),
+        "connector": dg.MetadataValue.text(name),
+        "connector_action": dg.MetadataValue.text(action),
+        "connector_state": dg.MetadataValue.text(status["connector"]["state"]),
+    }
+    if last_key:  # none before the sink's first flush
+        metadata["last_object"] = dg.MetadataValue.path(f"s3://{cdc.raw_bucket}/{last_key}")
+    return dg.MaterializeResult(metadata=metadata)

@@ -5,12 +5,23 @@
   ``sink_lag_warn_records``. The sink commits only what it has uploaded, so this is what the
   raw files lack. Past the threshold the check fails with WARN severity: the sink is down, or
   slower than the topic.
+- ``sink_connector_running``: the S3 sink connector and its tasks are RUNNING (see
+  ``cdc_lake/streaming/connector_health.py``).
+- ``pending_raw_objects``: the raw objects past the lake's checkpoint (what the next lake
+  refresh will ingest, listed as the refresh lists them) are at most ``pending_objects_warn``.
+  Past it the check fails with WARN severity: the lake refresh is not keeping up, or its sensor
+  is off. Some pending objects between two refreshes are normal.
 """
 
 import dagster as dg
+from dagster_aws.s3 import S3Resource
 
+from cdc_lake.defs.lake.assets import lake_checkpoint
 from cdc_lake.defs.raw.assets import RAW_KEY
-from cdc_lake.resources import CdcPipelineResource, KafkaResource
+from cdc_lake.defs.streaming.checks import connector_check
+from cdc_lake.lake.checkpoint import pending
+from cdc_lake.raw.objects import RawLayout
+from cdc_lake.resources import CdcPipelineResource, ConnectResource, KafkaResource
 from cdc_lake.streaming.topics import consumer_lag
 
 
@@ -35,5 +46,47 @@ def sink_consumer_lag(kafka: KafkaResource, cdc: CdcPipelineResource) -> dg.Asse
         metadata=meta,
         description=(
             f"the S3 sink has {total:,} records of {cdc.topic!r} to commit, over {threshold:,}"
+        ),
+    )
+
+
+@dg.asset_check(asset=RAW_KEY, description="the S3 sink connector and its tasks are RUNNING")
+def sink_connector_running(
+    kafka_connect: ConnectResource, cdc: CdcPipelineResource
+) -> dg.AssetCheckResult:
+    name = cdc.sink_connector_name
+    return connector_check(name, kafka_connect.client().status(name))
+
+
+@dg.asset_check(
+    asset=RAW_KEY,
+    description="the raw objects not yet ingested into the lake are at most the threshold",
+)
+def pending_raw_objects(
+    context: dg.AssetCheckExecutionContext, s3: S3Resource, cdc: CdcPipelineResource
+) -> dg.AssetCheckResult:
+    plan = pending(
+        s3.get_client(),
+        cdc.raw_bucket,
+        RawLayout(cdc.raw_prefix, cdc.topic),
+        lake_checkpoint(context.instance),
+    )
+    count, threshold = len(plan.objects), cdc.pending_objects_warn
+    meta: dict[str, dg.MetadataValue] = {
+        "pending_objects": dg.MetadataValue.int(count),
+        "pending_bytes": dg.MetadataValue.int(sum(o.size for o in plan.objects)),
+        "threshold_objects": dg.MetadataValue.int(threshold),
+    }
+    if plan.objects:
+        meta["oldest_pending"] = dg.MetadataValue.text(min(plan.objects).key)
+    if count <= threshold:
+        return dg.AssetCheckResult(passed=True, metadata=meta)
+    return dg.AssetCheckResult(
+        passed=False,
+        severity=dg.AssetCheckSeverity.WARN,
+        metadata=meta,
+        description=(
+            f"{count:,} raw objects wait for the lake refresh, over {threshold:,}: turn on "
+            "raw_cdc_files_sensor or run `cdc-lake refresh`"
         ),
     )

@@ -6,17 +6,20 @@ outbox is brought in line with the orders without rewriting unchanged rows, so a
 change events.
 """
 
+import datetime
+
 import dagster as dg
 
+from cdc_lake.defs import PIPELINE_GROUP
 from cdc_lake.resources import CdcPipelineResource, PostgresResource
 from cdc_lake.source.database import prepare_source
 
-OUTBOX_KEY = dg.AssetKey(["postgres", "datalake", "cdc_events"])
+OUTBOX_KEY = dg.AssetKey(["postgres", "datalake", "cdc_events_outbox"])
 
 
 @dg.asset(
     key=OUTBOX_KEY,
-    group_name="source",
+    group_name=PIPELINE_GROUP,
     kinds={"postgres"},
     owners=["team:data-platform"],
     tags={"stage": "source"},
@@ -38,13 +41,14 @@ def cdc_events_outbox(
         )
     finally:
         conn.close()
-    return dg.MaterializeResult(
-        metadata={
-            "dagster/row_count": dg.MetadataValue.int(stats.rows),
-            "orders": dg.MetadataValue.int(stats.orders),
-            "order_lines": dg.MetadataValue.int(stats.order_lines),
-            "last_update": dg.MetadataValue.text(stats.last_update or "never"),
-            "sample_data_loaded": dg.MetadataValue.bool(loaded),
-            "table": dg.MetadataValue.text(f"{postgres.database}.datalake.cdc_events"),
-        }
-    )
+    metadata: dict[str, dg.MetadataValue] = {
+        "dagster/row_count": dg.MetadataValue.int(stats.rows),
+        "orders": dg.MetadataValue.int(stats.orders),
+        "order_lines": dg.MetadataValue.int(stats.order_lines),
+        "sample_data_loaded": dg.MetadataValue.bool(loaded),
+        "table": dg.MetadataValue.text(f"{postgres.database}.datalake.cdc_events"),
+    }
+    if stats.last_update:  # an empty outbox has none: no "None" in the UI
+        updated = datetime.datetime.fromisoformat(stats.last_update)
+        metadata["last_update"] = dg.MetadataValue.timestamp(updated)
+    return dg.MaterializeResult(metadata=metadata)

@@ -15,6 +15,7 @@ the retained WAL passes ``slot_lag_warn_bytes``.
 
 import dagster as dg
 
+from cdc_lake.defs import PIPELINE_GROUP
 from cdc_lake.defs.source.assets import OUTBOX_KEY
 from cdc_lake.resources import (
     CdcPipelineResource,
@@ -26,13 +27,13 @@ from cdc_lake.source.database import outbox_stats
 from cdc_lake.source.preflight import check_logical_replication, slot_lag
 from cdc_lake.streaming.topics import wait_for_offsets
 
-TOPIC_KEY = dg.AssetKey(["kafka", "datalake_cdc_events"])
+TOPIC_KEY = dg.AssetKey(["kafka", "cdc_events_topic"])
 
 
 @dg.asset(
     key=TOPIC_KEY,
     deps=[OUTBOX_KEY],
-    group_name="streaming",
+    group_name=PIPELINE_GROUP,
     kinds={"kafka", "debezium"},
     owners=["team:data-platform"],
     tags={"stage": "streaming"},
@@ -67,28 +68,24 @@ def cdc_events_topic(
         lag = slot_lag(conn, cdc.slot_name)
     finally:
         conn.close()
-    return dg.MaterializeResult(
-        metadata={
-            "topic": dg.MetadataValue.text(cdc.topic),
-            "partitions": dg.MetadataValue.int(len(ends)),
-            "end_offsets": dg.MetadataValue.json({str(p): o for p, o in ends.items()}),
-            "records": dg.MetadataValue.int(sum(ends.values())),
-            "connector": dg.MetadataValue.text(name),
-            "connector_action": dg.MetadataValue.text(action),
-            "connector_state": dg.MetadataValue.text(status["connector"]["state"]),
-            "task_states": dg.MetadataValue.json(
-                {str(t["id"]): t["state"] for t in status["tasks"]}
-            ),
-            "replication_slot": dg.MetadataValue.text(cdc.slot_name),
-            "slot_confirmed_flush_lsn": dg.MetadataValue.text(
-                str(source["slot_confirmed_flush_lsn"])
-            ),
-            "slot_restart_lag_bytes": _bytes(lag.restart_lag_bytes if lag else None),
-            "slot_flush_lag_bytes": _bytes(lag.flush_lag_bytes if lag else None),
-        }
-    )
-
-
-def _bytes(value: int | None) -> dg.MetadataValue:
-    # Null when the slot has no such position (missing, or invalidated).
-    return dg.MetadataValue.null() if value is None else dg.MetadataValue.int(value)
+    metadata: dict[str, dg.MetadataValue] = {
+        "topic": dg.MetadataValue.text(cdc.topic),
+        "partitions": dg.MetadataValue.int(len(ends)),
+        "end_offsets": dg.MetadataValue.json({str(p): o for p, o in ends.items()}),
+        "records": dg.MetadataValue.int(sum(ends.values())),
+        "connector": dg.MetadataValue.text(name),
+        "connector_action": dg.MetadataValue.text(action),
+        "connector_state": dg.MetadataValue.text(status["connector"]["state"]),
+        "task_states": dg.MetadataValue.json({str(t["id"]): t["state"] for t in status["tasks"]}),
+        "replication_slot": dg.MetadataValue.text(cdc.slot_name),
+    }
+    # A slot without a position (missing, or invalidated) leaves the entry out: no "None".
+    if source["slot_confirmed_flush_lsn"] is not None:
+        metadata["slot_confirmed_flush_lsn"] = dg.MetadataValue.text(
+            str(source["slot_confirmed_flush_lsn"])
+        )
+    if lag is not None and lag.restart_lag_bytes is not None:
+        metadata["slot_restart_lag_bytes"] = dg.MetadataValue.int(lag.restart_lag_bytes)
+    if lag is not None and lag.flush_lag_bytes is not None:
+        metadata["slot_flush_lag_bytes"] = dg.MetadataValue.int(lag.flush_lag_bytes)
+    return dg.MaterializeResult(metadata=metadata)

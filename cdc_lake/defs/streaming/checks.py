@@ -5,13 +5,19 @@
   fails with WARN severity: the connector is down or behind, or heartbeats are not reaching it,
   and the server's disk is filling. A missing or invalidated slot is an ERROR: the changes it
   would have kept are gone for the connector.
+- ``source_connector_running``: the Debezium connector and every task of it are RUNNING
+  (``cdc_lake/streaming/connector_health.py``: FAILED is an ERROR quoting its trace, PAUSED or
+  UNASSIGNED a WARN). Materialising the topic asset restarts a failed task.
 """
+
+from typing import Any
 
 import dagster as dg
 
 from cdc_lake.defs.streaming.assets import TOPIC_KEY
-from cdc_lake.resources import CdcPipelineResource, PostgresResource
+from cdc_lake.resources import CdcPipelineResource, ConnectResource, PostgresResource
 from cdc_lake.source.preflight import slot_lag
+from cdc_lake.streaming.connector_health import connector_health
 
 
 @dg.asset_check(
@@ -54,3 +60,25 @@ def replication_slot_lag(
             f"{threshold:,}{'' if lag.active else '; no connector is reading it'}"
         ),
     )
+
+
+def connector_check(name: str, status: dict[str, Any] | None) -> dg.AssetCheckResult:
+    """The check result of ``connector_health``: one shape for the source and the sink."""
+    health = connector_health(name, status)
+    return dg.AssetCheckResult(
+        passed=health.passed,
+        severity=dg.AssetCheckSeverity(health.severity or "ERROR"),
+        description=health.description,
+        metadata={"connector": name, "states": dg.MetadataValue.json(health.states)},
+    )
+
+
+@dg.asset_check(
+    asset=TOPIC_KEY,
+    description="the Debezium source connector and its tasks are RUNNING",
+)
+def source_connector_running(
+    kafka_connect: ConnectResource, cdc: CdcPipelineResource
+) -> dg.AssetCheckResult:
+    name = cdc.source_connector_name
+    return connector_check(name, kafka_connect.client().status(name))
