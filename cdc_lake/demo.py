@@ -2,8 +2,10 @@
 
 1. install what is missing and bring the stack up;
 2. materialise all five assets (sample data loaded on the way) with their checks;
-3. apply a few changes with the workload, wait for the S3 sink to flush them, and let the raw
-   files sensor request the lake refresh, which then runs;
+3. apply a few changes with the workload and wait for the S3 sink to flush them; then run the
+   Dagster daemon with ``raw_cdc_files_sensor`` turned on until the one ``lake_refresh`` run
+   it requests has ended, and turn the sensor off again (``cdc_lake/instance.py``). The sensor's
+   ticks, its cursor and the run (tagged with the sensor's name) are the instance's;
 4. print a summary, and the ``dg dev`` command that opens the Dagster UI on the same instance.
 
 Runs are recorded in the Dagster instance at ``<state>/dagster_home``, so the UI shows them.
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import sys
 import time
 from pathlib import Path
 
@@ -35,20 +38,23 @@ def run_demo(settings: StackSettings, changes: int = 25) -> int:
     import psycopg2
 
     from cdc_lake.definitions import defs as load_defs
-    from cdc_lake.defs.lake.assets import HUDI_KEY
-    from cdc_lake.defs.lake.sensors import SENSOR_RESOURCES, raw_cdc_files_sensor
-    from cdc_lake.defs.marts.assets import ORDER_ITEMS_KEY
+    from cdc_lake.defs.lake.sensors import raw_cdc_files_sensor
+    from cdc_lake.instance import (
+        check_evaluations,
+        dagster_env,
+        default_home,
+        prepare_home,
+        refresh_through_sensor,
+    )
     from cdc_lake.lake.hudi import completed_commits
-    from cdc_lake.resources import local_resources, local_secret_env
+    from cdc_lake.resources import local_resources
     from cdc_lake.source.workload import Workload
     from cdc_lake.streaming.topics import wait_for_consumer
 
-    os.environ.update(local_secret_env(settings))
-    home = settings.state_dir / "dagster_home"
-    home.mkdir(parents=True, exist_ok=True)
-    if not (home / "dagster.yaml").exists():
-        (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
-    os.environ["DAGSTER_HOME"] = str(home)
+    home = prepare_home(default_home(settings))
+    # This process's runs read the resources' EnvVars from here; the daemon's get the same
+    # variables in their environment (dagster_env), never on a command line.
+    os.environ.update(dagster_env(settings, home))
     instance = dg.DagsterInstance.get()
     definitions = load_defs() if callable(load_defs) else load_defs
     resources = local_resources(settings)
@@ -61,7 +67,7 @@ def run_demo(settings: StackSettings, changes: int = 25) -> int:
     )
     if not first.success:
         return 1
-    _print_checks(first)
+    _print_checks(first.get_asset_check_evaluations())
 
     print(f"[demo] applying {changes} changes with the workload", flush=True)
     conn = psycopg2.connect(settings.pg_dsn())
@@ -72,25 +78,30 @@ def run_demo(settings: StackSettings, changes: int = 25) -> int:
     cdc = resources["cdc"]
     time.sleep(2)  # let Debezium publish the last changes before waiting on the sink
     wait_for_consumer(resources["kafka"].client_conf(), cdc.sink_consumer_group, cdc.topic, 120)
-    # A fresh sensor cursor: the tick sees every raw object, and batches them into one run.
-    only = {k: resources[k] for k in SENSOR_RESOURCES}
-    tick = raw_cdc_files_sensor(dg.build_sensor_context(instance=instance, resources=only))
-    if not isinstance(tick, dg.SensorResult) or not tick.run_requests:
-        print(f"[demo] the sensor requested no run: {tick}")
-        return 1
-    request = tick.run_requests[0]
-    print(f"[demo] sensor requested a lake refresh ({request.tags})", flush=True)
-    second = dg.materialize(
-        [*assets, *checks],
-        selection=dg.AssetSelection.assets(HUDI_KEY, ORDER_ITEMS_KEY),
-        resources=resources,
-        instance=instance,
-        tags=dict(request.tags),
-        run_config=QUIET,
+    print(
+        f"[demo] sink flushed; turning {raw_cdc_files_sensor.name} on with the Dagster daemon",
+        flush=True,
     )
-    if not second.success:
+    t1 = time.monotonic()
+    try:
+        run = refresh_through_sensor(settings, instance)
+    except RuntimeError as e:
+        print(f"[demo] the sensor's refresh failed: {e}", file=sys.stderr)
         return 1
-    _print_checks(second)
+    tags = {
+        k: v for k, v in run.tags.items() if k in ("dagster/sensor_name", "cdc_lake/new_objects")
+    }
+    print(
+        f"[demo] {run.job_name} run {run.run_id[:8]} {run.status.value.lower()} in "
+        f"{time.monotonic() - t1:.0f}s, requested by the sensor ({tags}); sensor off again",
+        flush=True,
+    )
+    if run.status != dg.DagsterRunStatus.SUCCESS:
+        print(
+            f"[demo] the lake refresh failed: open the UI ({dg_dev_command(home)})", file=sys.stderr
+        )
+        return 1
+    _print_checks(check_evaluations(instance, run.run_id))
 
     from cdc_lake.jobs.lake_jobs import customer_rows
     from cdc_lake.lake.ingest import read_table
@@ -128,8 +139,8 @@ def dg_dev_command(home: Path) -> str:
     return f"{cd}DAGSTER_HOME={shlex.quote(str(home))} .venv/bin/dg dev"
 
 
-def _print_checks(result) -> None:
-    for e in result.get_asset_check_evaluations():
+def _print_checks(evaluations) -> None:
+    for e in evaluations:
         state = "passed" if e.passed else f"FAILED ({e.severity.value})"
         print(f"[demo]   check {e.asset_key.to_user_string()}:{e.check_name} {state}")
 

@@ -1,0 +1,245 @@
+"""The stack's Dagster instance (``<state>/dagster_home``) and the Dagster processes run on it.
+
+- ``prepare_home`` writes the instance's ``dagster.yaml`` (telemetry off) and a
+  ``workspace.yaml`` that loads ``cdc_lake.definitions`` as the code location ``cdc_lake``, the
+  name ``dg dev`` gives it (``pyproject.toml``), so sensor state and ticks recorded by one are
+  the other's.
+- ``dagster_env`` is what a Dagster process needs to reach the stack: the resources' secrets
+  (their ``EnvVar``s), the state dir, port base and jars dir, and ``DAGSTER_HOME``. It goes into
+  the child's environment, never into its arguments; Dagster's logs name variables, not values.
+  Children start in the home directory, so a ``.env`` of another stack (the checkout's) is not
+  loaded over it.
+- ``DagsterProcess`` starts ``dagster-daemon`` or ``dagster-webserver`` detached with that
+  environment, its output in ``<state>/logs/<name>.log`` (0600), its pid in ``<state>/run/``,
+  and stops it (and its code servers) by that pid.
+- ``refresh_through_sensor`` turns ``raw_cdc_files_sensor`` on with the daemon running, waits
+  for the one ``lake_refresh`` run it requests to end, and turns the sensor off again (its
+  default). The ticks, the cursor and the run are the instance's, so the UI shows them.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from cdc_lake.stack.process import PidFile, pid_alive, spawn, tail, terminate
+from cdc_lake.stack.settings import StackSettings, project_root
+
+if TYPE_CHECKING:
+    import dagster as dg
+
+LOCATION = "cdc_lake"  # [tool.dg.project] code_location_name: the location dg dev loads
+DAEMON_LOOP_S = 2.0
+
+
+def default_home(settings: StackSettings) -> Path:
+    return settings.state_dir / "dagster_home"
+
+
+def prepare_home(home: Path) -> Path:
+    """The instance directory with its ``dagster.yaml`` and ``workspace.yaml``; idempotent."""
+    home.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if not (home / "dagster.yaml").exists():
+        (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    (home / "workspace.yaml").write_text(
+        "load_from:\n"
+        "  - python_module:\n"
+        "      module_name: cdc_lake.definitions\n"
+        f"      location_name: {LOCATION}\n"
+        f"      working_directory: {project_root()}\n"
+    )
+    return home
+
+
+def dagster_env(settings: StackSettings, home: Path) -> dict[str, str]:
+    """The variables a Dagster process on this stack needs, secrets included (environment only)."""
+    from cdc_lake.resources import local_secret_env
+
+    env = local_secret_env(settings) | {
+        "DAGSTER_HOME": str(home),
+        "CDC_LAKE_STATE_DIR": str(settings.state_dir),
+        "CDC_LAKE_PORT_BASE": str(settings.port_base),
+        "CDC_LAKE_JARS_DIR": str(settings.jars_dir),
+    }
+    # A checkout used without installing it (PYTHONPATH), and the venv's own bin directory.
+    for name in ("PYTHONPATH", "VIRTUAL_ENV"):
+        if name in os.environ:
+            env[name] = os.environ[name]
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+    return env
+
+
+def _bin(name: str) -> str:
+    return str(Path(sys.executable).parent / name)
+
+
+@dataclass
+class DagsterProcess:
+    """``dagster-daemon`` or ``dagster-webserver`` on the stack's instance."""
+
+    settings: StackSettings
+    home: Path
+    name: str  # "dagster-daemon" or "dagster-webserver"
+    args: tuple[str, ...] = ()
+
+    @property
+    def log(self) -> Path:
+        return self.settings.logs_dir / f"{self.name}.log"
+
+    @property
+    def pidfile(self) -> PidFile:
+        return PidFile(self.settings.run_dir / f"{self.name}.pid")
+
+    def start(self) -> int:
+        if (pid := self.pidfile.read()) is not None:
+            return pid
+        workspace = str(prepare_home(self.home) / "workspace.yaml")
+        argv = [_bin(self.name), *self.args, "-w", workspace]
+        if self.name == "dagster-daemon":
+            argv[1:1] = ["run"]
+        return spawn(
+            argv, self.log, self.pidfile, env=dagster_env(self.settings, self.home), cwd=self.home
+        )
+
+    def alive(self) -> bool:
+        return self.pidfile.read() is not None
+
+    def stop(self) -> bool:
+        return terminate(self.pidfile, timeout_s=20)
+
+    def failure(self, what: str) -> RuntimeError:
+        return RuntimeError(f"{what}; {self.name}'s log {self.log} ends with:\n{tail(self.log)}")
+
+
+def daemon(settings: StackSettings, home: Path) -> DagsterProcess:
+    return DagsterProcess(settings, home, "dagster-daemon", ("--log-level", "warning"))
+
+
+def webserver(settings: StackSettings, home: Path, port: int) -> DagsterProcess:
+    args = ("-h", "127.0.0.1", "-p", str(port), "--log-level", "warning")
+    return DagsterProcess(settings, home, "dagster-webserver", args)
+
+
+def wait_for_webserver(proc: DagsterProcess, port: int, timeout_s: float = 180.0) -> str:
+    """The UI's URL once it answers ``/server_info``."""
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(f"{url}/server_info", timeout=5) as r:
+                if r.status == 200:
+                    return url
+        except OSError:
+            pass
+        if not proc.alive():
+            raise proc.failure("the Dagster webserver exited")
+        time.sleep(1.0)
+    raise proc.failure(f"the Dagster webserver did not answer on {url} in {timeout_s:.0f}s")
+
+
+def start_sensor(settings: StackSettings, home: Path, sensor: str) -> None:
+    """``dagster sensor start`` on the instance (the instigator state the daemon reads)."""
+    workspace = str(prepare_home(home) / "workspace.yaml")
+    verb = "start"
+    done = subprocess.run(
+        [_bin("dagster"), "sensor", verb, sensor, "-w", workspace],
+        env=os.environ | dagster_env(settings, home),
+        cwd=home,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"dagster sensor {verb} {sensor} failed:\n{done.stdout}{done.stderr}")
+
+
+def stop_sensor(instance: dg.DagsterInstance, sensor: str) -> None:
+    """Stop the sensor by its stored state (no code location to load, unlike the CLI)."""
+    for state in instance.all_instigator_state():
+        if state.instigator_name == sensor and state.is_running:
+            instance.stop_sensor(state.instigator_origin_id, state.selector_id, None)
+
+
+def sensor_runs(instance: dg.DagsterInstance, sensor: str, since: float) -> list[dg.DagsterRun]:
+    """Runs the sensor requested (Dagster tags them with its name) created after ``since``."""
+    import datetime
+
+    import dagster as dg
+
+    after = datetime.datetime.fromtimestamp(since, datetime.UTC)
+    records = instance.get_run_records(
+        filters=dg.RunsFilter(tags={"dagster/sensor_name": sensor}, created_after=after)
+    )
+    return [r.dagster_run for r in records]
+
+
+def refresh_through_sensor(
+    settings: StackSettings, instance: dg.DagsterInstance, timeout_s: float = 900.0
+) -> dg.DagsterRun:
+    """Start the daemon, turn the raw files sensor on, wait for the run it requests to end, then
+    turn the sensor off and stop the daemon. Raises when no run ends in time."""
+    from cdc_lake.defs.lake.sensors import raw_cdc_files_sensor
+
+    home = Path(instance.root_directory)
+    name = raw_cdc_files_sensor.name
+    proc = daemon(settings, home)
+    since = time.time()
+    proc.start()
+    try:
+        start_sensor(settings, home, name)
+        try:
+            run = _wait_for_one_run(instance, proc, name, since, timeout_s)
+        finally:
+            stop_sensor(instance, name)
+    finally:
+        proc.stop()
+    return run
+
+
+def _wait_for_one_run(
+    instance: dg.DagsterInstance, proc: DagsterProcess, sensor: str, since: float, timeout_s: float
+) -> dg.DagsterRun:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        runs = sensor_runs(instance, sensor, since)
+        if runs and all(r.is_finished for r in runs):
+            return runs[-1]  # newest first: the first one requested
+        if not pid_alive(proc.pidfile.read() or -1):
+            raise proc.failure("the Dagster daemon exited")
+        time.sleep(DAEMON_LOOP_S)
+    raise proc.failure(f"no run of {sensor} ended within {timeout_s:.0f}s")
+
+
+def check_evaluations(instance: dg.DagsterInstance, run_id: str) -> list:
+    """The run's asset check evaluations, from the instance's event log."""
+    import dagster as dg
+
+    records = instance.get_records_for_run(
+        run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION
+    ).records
+    return [
+        r.event_log_entry.dagster_event.event_specific_data
+        for r in records
+        if r.event_log_entry.dagster_event is not None
+    ]
+
+
+def materializations(instance: dg.DagsterInstance, run_id: str) -> dict:
+    """The run's materializations by asset key, from the instance's event log."""
+    import dagster as dg
+
+    records = instance.get_records_for_run(
+        run_id, of_type=dg.DagsterEventType.ASSET_MATERIALIZATION
+    ).records
+    out = {}
+    for r in records:
+        mat = r.asset_materialization
+        if mat is not None:
+            out[mat.asset_key] = mat
+    return out
