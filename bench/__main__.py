@@ -23,6 +23,7 @@ from bench.empty_run import bench_empty_run
 from bench.harness import Report, say, write_outputs
 from bench.index_cost import bench_index
 from bench.latency import bench_latency
+from bench.refresh_cost import bench_refresh_cost
 from bench.scale import bench_scale
 from cdc_lake.stack import LocalStack, StackSettings
 from cdc_lake.stack.install import install
@@ -30,7 +31,7 @@ from cdc_lake.stack.services import S3Proxy
 from cdc_lake.stack.settings import project_root
 from cdc_lake.stack.spark import build_spark_session
 
-BENCHMARKS = ("sensor", "incremental", "latency", "scale", "index", "empty")
+BENCHMARKS = ("sensor", "incremental", "latency", "scale", "index", "empty", "refresh")
 NOT_YET = {
     "upsert-vs-hoodiestreamer": "hudi-utilities 1.x is not downloadable from this machine's "
     "Maven Central mirror (only 0.14.0), so HoodieStreamer cannot run beside Hudi 1.1.1",
@@ -61,7 +62,8 @@ def run(
             *bench_scale(stack, client, (2_000,) if smoke else scales, reps, say,
                          **(scale_knobs or {}))
         )  # fmt: skip
-    own = spark is None and any(b in only for b in ("incremental", "latency", "index", "empty"))
+    spark_users = ("incremental", "latency", "index", "empty", "refresh")
+    own = spark is None and any(b in only for b in spark_users)
     if own:
         spark = build_spark_session(s, app_name="cdc-lake-bench")
     try:
@@ -84,6 +86,13 @@ def run(
         if "empty" in only:
             # The Spark session above is the one the lazy local resource picks up.
             report.add(*bench_empty_run(stack, client, 50 if smoke else 2_000, reps, say))
+        if "refresh" in only:
+            small, big = (50, 500) if smoke else (2_000, 200_000)
+            report.add(
+                *bench_refresh_cost(
+                    stack, client, small, big, 2 if smoke else 10, 5 if smoke else 20, reps, say
+                )
+            )
         if "latency" in only:
             duration, rate, interval, flush = (
                 (8, 1.0, 2.0, 1000) if smoke else (180, 2.0, 5.0, 2000)

@@ -29,7 +29,7 @@ from cdc_lake.stack import LocalStack
 ASSETS = [cdc_events_hudi, order_items]
 
 
-def _new_commit(result: dg.ExecuteInProcessResult) -> bool:
+def new_commit(result: dg.ExecuteInProcessResult) -> bool:
     mat = next(
         e.materialization
         for e in result.get_asset_materialization_events()
@@ -57,14 +57,14 @@ def bench_empty_run(
     )
     instance = dg.DagsterInstance.ephemeral()
     say(f"empty: first refresh of {orders:,} orders")
-    assert _new_commit(dg.materialize(ASSETS, resources=resources, instance=instance))
+    assert new_commit(dg.materialize(ASSETS, resources=resources, instance=instance))
 
     def carried() -> None:
-        assert not _new_commit(dg.materialize(ASSETS, resources=resources, instance=instance))
+        assert not new_commit(dg.materialize(ASSETS, resources=resources, instance=instance))
 
     def spark_path() -> None:
         fresh = dg.DagsterInstance.ephemeral()
-        assert not _new_commit(dg.materialize(ASSETS, resources=resources, instance=fresh))
+        assert not new_commit(dg.materialize(ASSETS, resources=resources, instance=fresh))
 
     say("empty: nothing new, carried forward (A) vs the Spark path (B)")
     t_carried, t_spark = paired(carried, spark_path, reps, say)

@@ -11,7 +11,7 @@ from cdc_lake.stack import LocalStack
 
 
 def test_benchmarks_run_and_report(local_stack: LocalStack, spark, secret_env, tmp_path):
-    names = ["sensor", "incremental", "latency", "scale", "index"]
+    names = ["sensor", "incremental", "latency", "scale", "index", "refresh"]
     report = run(local_stack, names, smoke=True, reps=1, spark=spark)
     figures = {(f.benchmark, f.name): f for f in report.figures}
     ours = figures[("sensor tick", "cdc-lake LIST requests per tick")]
@@ -43,6 +43,11 @@ def test_benchmarks_run_and_report(local_stack: LocalStack, spark, secret_env, t
     index = [f for f in report.figures if f.benchmark == "index"]
     per_table = [f for f in index if "new files into" in f.name]
     assert len(per_table) == 4 and all(f.value > 0 and f.note == "tables equal" for f in per_table)
+
+    # Refresh: the same new work into a small and a big table, both committed (asserted inside).
+    refresh = {f.name: f for f in report.figures if f.benchmark == "refresh"}
+    assert len(refresh) == 3 and all(f.value > 0 for f in refresh.values())
+    assert refresh["ratio 500 / 50 orders"].goal == "<= 1.2x"
 
     out_json, out_md = tmp_path / "r.json", tmp_path / "benchmarks.md"
     write_outputs(report, out_json, out_md, "python -m bench --smoke")

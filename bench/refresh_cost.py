@@ -1,0 +1,100 @@
+"""``refresh``: the whole lake refresh (what the ``lake_refresh`` job runs: the Hudi asset with
+its checks, then the order items with theirs) for the same small batch, into a small and a big
+table.
+
+Two synthetic tables of ``small`` and ``big`` orders are built first. Each repetition then puts
+``files`` new raw objects of ``events_per_file`` changes to existing orders (about 1% of them
+deletes) into each table's raw prefix, and runs the refresh through ``dg.materialize`` with the
+local resources: small (A) and big (B) alternately. The figure is B/A, the goal <= 1.2x: a run
+should cost what its new work costs, not what the table holds. Both sides run in one process
+whose Spark session is already up (a fresh run process adds its JVM start to both). No timing
+is asserted anywhere.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+import dagster as dg
+
+from bench.empty_run import new_commit
+from bench.harness import Figure, median, paired
+from cdc_lake.defs.lake.assets import cdc_events_hudi
+from cdc_lake.defs.marts.assets import order_items
+from cdc_lake.raw.synthetic import SyntheticLake, event
+from cdc_lake.resources import local_resources, local_secret_env
+from cdc_lake.stack import LocalStack
+
+ASSETS = [cdc_events_hudi, order_items]
+
+
+def _lake(stack: LocalStack, client: Any, orders: int, say: Callable[[str], None]):
+    s = stack.settings
+    lake = SyntheticLake(
+        client, s.raw_bucket, s.lake_bucket, name=f"refresh-{uuid.uuid4().hex[:6]}"
+    )
+    per_file = max(1, orders // 10)
+    for start in range(0, orders, per_file):
+        lake.put([event(i, 100, i + 1) for i in range(start, min(orders, start + per_file))])
+    resources = local_resources(
+        s,
+        lake={
+            "table_prefix": f"synthetic/{lake.name}/cdc_events",
+            "order_items_prefix": f"synthetic/{lake.name}/order_items",
+        },
+        raw_prefix=lake.raw_prefix,
+    )
+    instance = dg.DagsterInstance.ephemeral()
+    say(f"refresh: building a table of {orders:,} orders")
+    result = dg.materialize(ASSETS, resources=resources, instance=instance)
+    assert result.success
+    return lake, resources, instance
+
+
+def bench_refresh_cost(
+    stack: LocalStack,
+    client: Any,
+    small: int,
+    big: int,
+    files: int,
+    events_per_file: int,
+    reps: int,
+    say: Callable[[str], None],
+) -> list[Figure]:
+    os.environ.update(local_secret_env(stack.settings))
+    rng = random.Random(7)
+    sides = {n: _lake(stack, client, n, say) for n in (small, big)}
+    clock = {n: 1_000 for n in sides}
+
+    def refresh(orders: int) -> Callable[[], None]:
+        lake, resources, instance = sides[orders]
+
+        def run() -> None:
+            for _ in range(files):
+                batch = []
+                for _ in range(events_per_file):
+                    clock[orders] += 1
+                    order = rng.randrange(orders)
+                    batch.append(
+                        event(order, clock[orders], clock[orders], deleted=rng.random() < 0.01)
+                    )
+                lake.put(batch)
+            result = dg.materialize(ASSETS, resources=resources, instance=instance)
+            assert result.success and new_commit(result)
+
+        return run
+
+    say(f"refresh: {files} new files of {events_per_file} changes, {small:,} (A) vs {big:,} (B)")
+    ta, tb = paired(refresh(small), refresh(big), reps, say)
+    a, b = median(ta), median(tb)
+    work = f"{files} files x {events_per_file} changes"
+    return [
+        Figure("refresh", f"whole refresh, {work}, {small:,} orders", a, "s", "",
+               "Hudi + checks + order items"),
+        Figure("refresh", f"whole refresh, {work}, {big:,} orders", b, "s", ""),
+        Figure("refresh", f"ratio {big:,} / {small:,} orders", b / a, "x", "<= 1.2x"),
+    ]  # fmt: skip
