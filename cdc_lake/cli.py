@@ -4,6 +4,7 @@ cdc-lake stack install | up | down | status [--json]
 cdc-lake source prepare [--scale N] | resnapshot (--orders 1,2,3 | --all)
 cdc-lake lake replay --from-offset N   # re-ingest the raw files from offset N (repair)
 cdc-lake demo        # the README's main job: install, stack up, load the definitions, summary
+cdc-lake refresh     # catch up: wait for Debezium and the S3 sink, then run lake_refresh
 cdc-lake msk deploy  # production: plugins, worker configuration and connectors on MSK Connect
 """
 
@@ -40,7 +41,7 @@ def cmd_stack(args: argparse.Namespace) -> int:
     settings = _settings(args)
     stack = LocalStack(settings)
     if args.action == "install":
-        install(settings)
+        install(settings, browser=True)
         return 0
     if args.action == "up":
         t0 = time.monotonic()
@@ -152,6 +153,12 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return run_demo(_settings(args))
 
 
+def cmd_refresh(args: argparse.Namespace) -> int:
+    from cdc_lake.refresh import run_refresh
+
+    return run_refresh(_settings(args), timeout_s=args.timeout)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="cdc-lake", description="cdc-lake local stack and demo")
     parser.add_argument(
@@ -188,6 +195,14 @@ def main(argv: list[str] | None = None) -> int:
     lake.set_defaults(func=cmd_lake)
     demo = sub.add_parser("demo", help="set everything up and run the main job")
     demo.set_defaults(func=cmd_demo)
+    refresh = sub.add_parser(
+        "refresh",
+        help="bring the lake up to date with what PostgreSQL has committed, via lake_refresh",
+    )
+    refresh.add_argument(
+        "--timeout", type=float, default=300.0, help="seconds to wait for Debezium and the sink"
+    )
+    refresh.set_defaults(func=cmd_refresh)
     add_msk_cli(sub)  # cdc-lake msk deploy: the connectors on Amazon MSK Connect
     args = parser.parse_args(argv)
     try:

@@ -42,19 +42,37 @@ def default_home(settings: StackSettings) -> Path:
     return settings.state_dir / "dagster_home"
 
 
-def prepare_home(home: Path) -> Path:
-    """The instance directory with its ``dagster.yaml`` and ``workspace.yaml``; idempotent."""
+def prepare_home(home: Path, grpc_port: int | None = None) -> Path:
+    """The instance directory with its ``dagster.yaml`` and ``workspace.yaml``; idempotent.
+    With ``grpc_port``, the workspace uses the code server there (``code_server``) instead of
+    each Dagster process spawning its own."""
     home.mkdir(mode=0o700, parents=True, exist_ok=True)
     if not (home / "dagster.yaml").exists():
         (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
-    (home / "workspace.yaml").write_text(
-        "load_from:\n"
-        "  - python_module:\n"
-        "      module_name: cdc_lake.definitions\n"
-        f"      location_name: {LOCATION}\n"
-        f"      working_directory: {project_root()}\n"
-    )
+    workspace = home / "workspace.yaml"
+    if grpc_port is not None:
+        location = f"  - grpc_server:\n      host: 127.0.0.1\n      port: {grpc_port}\n"
+    elif workspace.exists() and "grpc_server" in workspace.read_text():
+        return home  # keep the code server a caller set up
+    else:
+        location = (
+            "  - python_module:\n"
+            "      module_name: cdc_lake.definitions\n"
+            f"      working_directory: {project_root()}\n"
+        )
+    workspace.write_text(f"load_from:\n{location}      location_name: {LOCATION}\n")
+    _create_storage(home)
     return home
+
+
+def _create_storage(home: Path) -> None:
+    """Create the instance's SQLite storages now: a webserver and a daemon started together on
+    a fresh instance would both create them, and leave two alembic heads behind."""
+    import dagster as dg
+
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        instance.get_runs(limit=1)
+        instance.all_instigator_state()
 
 
 def dagster_env(settings: StackSettings, home: Path) -> dict[str, str]:
@@ -100,9 +118,11 @@ class DagsterProcess:
         if (pid := self.pidfile.read()) is not None:
             return pid
         workspace = str(prepare_home(self.home) / "workspace.yaml")
-        argv = [_bin(self.name), *self.args, "-w", workspace]
+        argv = [_bin(self.name), *self.args]
         if self.name == "dagster-daemon":
             argv[1:1] = ["run"]
+        if self.name != "dagster":
+            argv += ["-w", workspace]
         return spawn(
             argv, self.log, self.pidfile, env=dagster_env(self.settings, self.home), cwd=self.home
         )
@@ -124,6 +144,16 @@ def daemon(settings: StackSettings, home: Path) -> DagsterProcess:
 def webserver(settings: StackSettings, home: Path, port: int) -> DagsterProcess:
     args = ("-h", "127.0.0.1", "-p", str(port), "--log-level", "warning")
     return DagsterProcess(settings, home, "dagster-webserver", args)
+
+
+def code_server(settings: StackSettings, home: Path, port: int) -> DagsterProcess:
+    """``dagster code-server start`` for ``cdc_lake.definitions``: one long-lived code server
+    for the webserver and the daemon (theirs would stop when a heartbeat comes late on a
+    loaded machine). Runs start from it, with its environment."""
+    args = ("code-server", "start", "-m", "cdc_lake.definitions", "--location-name", LOCATION,
+            "-h", "127.0.0.1", "-p", str(port), "-d", str(project_root()),
+            "--log-level", "warning")  # fmt: skip
+    return DagsterProcess(settings, home, "dagster", args)
 
 
 def wait_for_webserver(proc: DagsterProcess, port: int, timeout_s: float = 180.0) -> str:

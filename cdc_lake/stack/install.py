@@ -2,6 +2,9 @@
 
 - PostgreSQL (and Java 17 and Maven, when missing) come from Debian's packages via apt-get,
   which needs root. Without root, a missing package is reported with the command to run.
+- ``cdc-lake stack install`` also installs Debian's ``chromium`` the same way: the browser tests
+  drive it with Playwright (never ``playwright install``, which downloads browsers). The demo
+  does not need it.
 - Every jar comes from Maven Central through the poms in ``cdc_lake/stack/maven`` (versions are
   written down there, once), copied into one directory per classpath under the jars directory.
   Our own S3 sink connector (``connectors/s3-sink``) is compiled by the same Maven run.
@@ -52,7 +55,12 @@ def _apt_install(packages: list[str], why: str) -> None:
             )
 
 
-def ensure_system_packages() -> None:
+def chromium_path() -> str | None:
+    """Debian's Chromium, which the browser tests drive; None when it is not installed."""
+    return shutil.which("chromium")
+
+
+def ensure_system_packages(browser: bool = False) -> None:
     if not shutil.which("java"):
         _apt_install(["openjdk-17-jre-headless"], "Java 17")
     require_java()
@@ -62,6 +70,8 @@ def ensure_system_packages() -> None:
         _apt_install(["postgresql"], "PostgreSQL 15+")
         if postgres_bindir() is None:
             raise StackError("PostgreSQL was installed but no server 15+ was found.")
+    if browser and chromium_path() is None:
+        _apt_install(["chromium"], "Chromium (for the browser tests)")
 
 
 def _sources_digest() -> str:
@@ -141,9 +151,10 @@ def resolve_jars(settings: StackSettings, maven_args: list[str] | None = None) -
     _say(f"jars ready: {files} files downloaded ({mb:.1f} MB)")
 
 
-def install(settings: StackSettings) -> None:
+def install(settings: StackSettings, browser: bool = False) -> None:
+    """What the stack runs; with ``browser``, Chromium too (``cdc-lake stack install``)."""
     t0 = time.monotonic()
-    ensure_system_packages()
+    ensure_system_packages(browser)
     if jars_installed(settings):
         _say(f"jars already installed in {settings.jars_dir}; nothing to do")
     else:

@@ -1,0 +1,174 @@
+"""``cdc-lake refresh``: bring the lake up to date with everything committed in PostgreSQL up to
+the call, through the ``lake_refresh`` job on the configured Dagster instance.
+
+1. **Published.** The WAL position at the call (``pg_current_wal_lsn()``) lies past the commit of
+   every transaction committed before it. The refresh waits until the connector's replication
+   slot has ``confirmed_flush_lsn`` at or past it: Debezium acknowledges an LSN only after Kafka
+   Connect has committed the source offsets up to it, that is after Kafka acknowledged those
+   records. A quiet outbox does not stall this: Debezium's heartbeat (every
+   ``heartbeat_interval_ms``) commits a transaction past the mark, which the slot then passes.
+2. **Flushed.** Then the topic's end offsets as they are; it waits until the S3 sink's consumer
+   group has committed them (the sink commits an offset only once its object is uploaded).
+3. **Refreshed.** It runs ``lake_refresh`` (the Hudi table, then the order items, with their
+   checks) in this process on the instance at ``DAGSTER_HOME``, else ``<state>/dagster_home``,
+   tagged ``cdc_lake/trigger=cdc-lake refresh``, so the run shows in the UI beside the sensor's.
+   The job ingests from the lake's own checkpoint, so calling it twice ingests nothing twice.
+
+It prints one line per stage and what the run ingested. Exit status: 0 when the run succeeded
+and no check failed with ERROR severity; 1 when the run failed or such a check failed
+(``matches_source`` is blocking), with the check's description; 2 when a wait timed out
+(naming what it waited for).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from cdc_lake.stack.settings import StackSettings
+
+TRIGGER_TAG = "cdc_lake/trigger"
+# The figures printed per asset, by the start of their metadata key (units may follow).
+HUDI_FIGURES = ("files_read", "events_read", "events_upserted", "records_", "commit_instant")
+ITEMS_FIGURES = ("dagster/row_count", "total_revenue", "customers")
+
+
+class RefreshTimeout(TimeoutError):
+    pass
+
+
+def wal_position(conn) -> str:
+    with conn.cursor() as cur:
+        cur.execute("SELECT pg_current_wal_lsn()::text")
+        row = cur.fetchone()
+    conn.commit()
+    assert row is not None
+    return row[0]
+
+
+def wait_for_slot(conn, slot: str, lsn: str, timeout_s: float) -> str:
+    """Wait until the slot's ``confirmed_flush_lsn`` is at or past ``lsn``; returns it."""
+    deadline = time.monotonic() + timeout_s
+    confirmed = None
+    while True:
+        with conn.cursor() as cur:
+            cur.execute(
+                "SELECT confirmed_flush_lsn::text, confirmed_flush_lsn >= %s::pg_lsn"
+                " FROM pg_replication_slots WHERE slot_name = %s",
+                (lsn, slot),
+            )
+            row = cur.fetchone()
+        conn.commit()
+        if row is None:
+            raise RefreshTimeout(
+                f"replication slot {slot!r} does not exist: materialise the topic asset first"
+            )
+        confirmed, reached = row
+        if reached:
+            return confirmed
+        if time.monotonic() > deadline:
+            raise RefreshTimeout(
+                f"Debezium has not acknowledged WAL position {lsn} after {timeout_s:.0f}s (slot "
+                f"{slot!r} is at {confirmed}): is the source connector running?"
+            )
+        time.sleep(1.0)
+
+
+def _figures(metadata: dict[str, Any], wanted: tuple[str, ...]) -> str:
+    def norm(key: str) -> str:
+        return re.sub(r"[^a-z0-9/]+", "_", key.lower())
+
+    out = []
+    for key, value in metadata.items():
+        if any(norm(key).startswith(w) for w in wanted):
+            shown = getattr(value, "value", value)
+            if isinstance(shown, float):
+                shown = f"{shown:,.2f}"
+            elif isinstance(shown, int) and not isinstance(shown, bool):
+                shown = f"{shown:,}"
+            out.append(f"{key.removeprefix('dagster/')} {shown}")
+    return ", ".join(out)
+
+
+def run_refresh(settings: StackSettings, timeout_s: float = 300.0) -> int:
+    import dagster as dg
+    import psycopg2
+
+    from cdc_lake.defs.lake.assets import HUDI_KEY
+    from cdc_lake.defs.lake.sensors import lake_refresh_job
+    from cdc_lake.defs.marts.assets import ORDER_ITEMS_KEY
+    from cdc_lake.instance import (
+        check_evaluations,
+        dagster_env,
+        default_home,
+        materializations,
+        prepare_home,
+    )
+    from cdc_lake.resources import local_resources
+    from cdc_lake.streaming.topics import wait_for_consumer
+
+    t0 = time.monotonic()
+    home = prepare_home(Path(os.environ.get("DAGSTER_HOME") or default_home(settings)))
+    # The definitions' resources read the stack's settings and secrets from the environment.
+    os.environ.update(dagster_env(settings, home))
+    resources = local_resources(settings)
+    cdc, kafka = resources["cdc"], resources["kafka"]
+    conn = psycopg2.connect(settings.pg_dsn())
+    try:
+        mark = wal_position(conn)
+        confirmed = wait_for_slot(conn, cdc.slot_name, mark, timeout_s)
+    except RefreshTimeout as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    finally:
+        conn.close()
+    print(f"[refresh] Debezium has published up to WAL {mark} (slot at {confirmed})", flush=True)
+    try:
+        ends = wait_for_consumer(kafka.client_conf(), cdc.sink_consumer_group, cdc.topic, timeout_s)
+    except TimeoutError as e:
+        print(f"error: the S3 sink has not flushed the topic: {e}", file=sys.stderr)
+        return 2
+    print(f"[refresh] the S3 sink has flushed {cdc.topic} up to offsets {ends}", flush=True)
+
+    from cdc_lake.definitions import defs as load_defs
+
+    definitions = load_defs() if callable(load_defs) else load_defs
+    job = definitions.resolve_job_def(lake_refresh_job.name)
+    instance = dg.DagsterInstance.get()
+    result = job.execute_in_process(
+        instance=instance,
+        tags={TRIGGER_TAG: "cdc-lake refresh"},
+        run_config={"loggers": {"console": {"config": {"log_level": "WARNING"}}}},
+        raise_on_error=False,
+    )
+    run_id = result.run_id
+    mats = materializations(instance, run_id)
+    for key, wanted in ((HUDI_KEY, HUDI_FIGURES), (ORDER_ITEMS_KEY, ITEMS_FIGURES)):
+        if key in mats:
+            print(f"[refresh] {key.to_user_string()}: {_figures(mats[key].metadata, wanted)}")
+    failed = []
+    for e in check_evaluations(instance, run_id):
+        if not e.passed:
+            where = f"{e.asset_key.to_user_string()}:{e.check_name}"
+            print(f"[refresh]   check {where} FAILED ({e.severity.value}): {e.description or ''}")
+            if e.severity == dg.AssetCheckSeverity.ERROR:
+                failed.append(where)
+    status = "succeeded" if result.success else "FAILED"
+    print(
+        f"[refresh] {job.name} run {run_id} {status} in {time.monotonic() - t0:.0f}s "
+        f"(instance {home})"
+    )
+    if not result.success or failed:
+        why = f"checks failed: {', '.join(failed)}" if failed else "the run failed"
+        failure = next(
+            (e for e in result.all_events if e.event_type == dg.DagsterEventType.STEP_FAILURE),
+            None,
+        )
+        detail = f": {failure.message}" if failure and failure.message else ""
+        print(f"error: the lake refresh is not good: {why}{detail}", file=sys.stderr)
+        return 1
+    return 0

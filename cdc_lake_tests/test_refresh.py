@@ -1,0 +1,61 @@
+"""``cdc-lake refresh`` on the session stack: changes committed just before the call are in the
+lake after it (``matches_source`` passes in the run, which it would not if the refresh had not
+waited for Debezium and the sink), through one ``lake_refresh`` run on the configured instance,
+tagged as the refresh's; a second call finds nothing new."""
+
+from __future__ import annotations
+
+import os
+
+import dagster as dg
+import psycopg2
+
+from cdc_lake.defs.lake.assets import HUDI_KEY
+from cdc_lake.defs.lake.sensors import lake_refresh_job
+from cdc_lake.instance import check_evaluations, dagster_env, materializations
+from cdc_lake.refresh import TRIGGER_TAG, run_refresh
+from cdc_lake.source.workload import Workload
+from cdc_lake.stack import LocalStack
+
+
+def test_refresh_catches_up_through_lake_refresh(
+    local_stack: LocalStack, ingested, tmp_path, monkeypatch, capsys
+):
+    settings = local_stack.settings
+    home = tmp_path / "dagster_home"
+    # run_refresh sets these in the process environment: restore them afterwards.
+    for name in dagster_env(settings, home):
+        monkeypatch.setenv(name, os.environ.get(name, ""))
+    monkeypatch.setenv("DAGSTER_HOME", str(home))
+    conn = psycopg2.connect(settings.pg_dsn())
+    try:
+        applied = Workload(conn, seed=1212).run(12, rate_per_s=0)  # committed right now
+    finally:
+        conn.close()
+    assert applied
+
+    assert run_refresh(settings, timeout_s=240) == 0
+    out = capsys.readouterr().out
+    instance = dg.DagsterInstance.from_config(str(home))
+    runs = [r.dagster_run for r in instance.get_run_records()]
+    assert [r.job_name for r in runs] == [lake_refresh_job.name]
+    run = runs[0]
+    assert run.status == dg.DagsterRunStatus.SUCCESS
+    assert run.tags[TRIGGER_TAG] == "cdc-lake refresh"
+    checks = {e.check_name: e for e in check_evaluations(instance, run.run_id)}
+    assert checks["matches_source"].passed, checks["matches_source"].description
+    upserted = materializations(instance, run.run_id)[HUDI_KEY].metadata["events_upserted"]
+    assert isinstance(upserted.value, int) and upserted.value >= 1
+    hudi_line = next(line for line in out.splitlines() if HUDI_KEY.to_user_string() in line)
+    assert f"events_upserted {upserted.value:,}" in hudi_line, out
+    assert f"{run.run_id} succeeded" in out
+
+    # Nothing committed since: the second refresh ingests nothing and still matches.
+    assert run_refresh(settings, timeout_s=240) == 0
+    again = [r.dagster_run for r in instance.get_run_records()][0]
+    assert again.run_id != run.run_id
+    meta = materializations(instance, again.run_id)[HUDI_KEY].metadata
+    assert meta["events_upserted"].value == 0
+    assert {e.check_name: e.passed for e in check_evaluations(instance, again.run_id)}[
+        "matches_source"
+    ]
