@@ -153,6 +153,12 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return run_demo(_settings(args))
 
 
+def cmd_ui(args: argparse.Namespace) -> int:
+    from cdc_lake.instance import serve_ui
+
+    return serve_ui(_settings(args), port=args.port)
+
+
 def cmd_refresh(args: argparse.Namespace) -> int:
     from cdc_lake.refresh import run_refresh
 
@@ -203,6 +209,11 @@ def main(argv: list[str] | None = None) -> int:
         "--timeout", type=float, default=300.0, help="seconds to wait for Debezium and the sink"
     )
     refresh.set_defaults(func=cmd_refresh)
+    ui = sub.add_parser(
+        "ui", help="the Dagster UI (dg dev) on the stack's instance, with its settings"
+    )
+    ui.add_argument("--port", type=int, default=3000)
+    ui.set_defaults(func=cmd_ui)
     add_msk_cli(sub)  # cdc-lake msk deploy: the connectors on Amazon MSK Connect
     args = parser.parse_args(argv)
     try:

@@ -273,3 +273,21 @@ def materializations(instance: dg.DagsterInstance, run_id: str) -> dict:
         if mat is not None:
             out[mat.asset_key] = mat
     return out
+
+
+def ui_command(settings: StackSettings, port: int = 3000) -> tuple[list[str], dict[str, str]]:
+    """``dg dev`` on the stack's instance, and the environment it needs: the resources'
+    secrets and the stack's settings go into its environment, so the UI's runs reach a stack
+    in any state directory without a hand-exported variable or a ``.env``."""
+    home = prepare_home(default_home(settings))
+    argv = [_bin("dg"), "dev", "--host", "127.0.0.1", "--port", str(port)]
+    return argv, os.environ | dagster_env(settings, home)
+
+
+def serve_ui(settings: StackSettings, port: int = 3000) -> int:
+    """``cdc-lake ui``: replace this process with ``dg dev`` (from the project root, where
+    ``[tool.dg]`` makes the checkout a dg project). Stops with Ctrl-C, like ``dg dev``."""
+    argv, env = ui_command(settings, port)
+    print(f"[ui] http://127.0.0.1:{port} on the instance {env['DAGSTER_HOME']}", flush=True)
+    os.chdir(project_root())
+    os.execve(argv[0], argv, env)
