@@ -122,13 +122,20 @@ class ConnectResource(dg.ConfigurableResource):
 
 
 class KafkaConnectResource(ConnectResource):
-    """A Kafka Connect REST endpoint (the local stack's, or a self-managed one)."""
+    """A Kafka Connect REST endpoint (the local stack's, or a self-managed one), with HTTP basic
+    auth when ``user`` is set (the password an EnvVar, read when a run starts)."""
 
     url: str
     timeout_s: float = 15.0
+    user: str | None = None
+    password: str | None = None
 
     def client(self) -> ConnectClient:
-        return ConnectClient(self.url, timeout_s=self.timeout_s)
+        password = self.password
+        if isinstance(password, dg.EnvVar):  # used outside a run (tests, scripts): read it now
+            password = password.get_value()
+        auth = (self.user, password or "") if self.user else None
+        return ConnectClient(self.url, timeout_s=self.timeout_s, auth=auth)
 
 
 class MskConnectResource(ConnectResource):
@@ -155,11 +162,11 @@ class CdcPipelineResource(dg.ConfigurableResource):
     raw_prefix: str = "cdc-events/"
     lake_bucket: str
     region: str = "us-east-1"
-    # Config-provider references, resolved by the Connect worker: never the secrets themselves.
+    # A config-provider reference, resolved by the Connect worker: never the secret itself.
     replication_password_ref: str = "${env:CDC_LAKE_REPLICATION_PASSWORD}"
+    # The S3 sink authenticates with the AWS SDK's default chain (the worker's environment
+    # locally, the service execution role on MSK Connect): no keys in its config.
     s3_endpoint: str | None = None
-    s3_access_key_ref: str | None = "${env:CDC_LAKE_S3_ACCESS_KEY}"
-    s3_secret_key_ref: str | None = "${env:CDC_LAKE_S3_SECRET_KEY}"
     flush_records: int = 1000
     flush_interval_ms: int = 10_000
     heartbeat_interval_ms: int = DEFAULT_HEARTBEAT_INTERVAL_MS
@@ -206,8 +213,6 @@ class CdcPipelineResource(dg.ConfigurableResource):
             flush_interval_ms=self.flush_interval_ms,
             heartbeat_interval_ms=self.heartbeat_interval_ms,
             s3_endpoint=self.s3_endpoint,
-            s3_access_key_ref=self.s3_access_key_ref,
-            s3_secret_key_ref=self.s3_secret_key_ref,
         )
 
 
@@ -228,6 +233,8 @@ class LakeResource(dg.ConfigurableResource):
     parallelism: int = 2
     compaction_delta_commits: int = 5
     index_type: str = "RECORD_INDEX"  # or GLOBAL_SIMPLE; both global
+    # Hudi's timeline server in the driver binds every interface: off locally, on for EMR.
+    embedded_timeline_server: bool = False
     hudi_options: dict[str, str] = {}
     # Production: Hudi meta sync into this Glue database; the order items are registered too.
     glue_database: str | None = None
@@ -257,6 +264,7 @@ class LakeResource(dg.ConfigurableResource):
             parallelism=self.parallelism,
             compaction_delta_commits=self.compaction_delta_commits,
             index_type=self.index_type,
+            embedded_timeline_server=self.embedded_timeline_server,
             extra_options={**self.catalog_options(), **self.hudi_options},
         )
 
@@ -299,6 +307,7 @@ def local_secret_env(settings: StackSettings) -> dict[str, str]:
         "CDC_LAKE_PG_PASSWORD": c.pg_password,
         "CDC_LAKE_S3_ACCESS_KEY": c.s3_access_key,
         "CDC_LAKE_S3_SECRET_KEY": c.s3_secret_key,
+        "CDC_LAKE_CONNECT_PASSWORD": c.connect_password,
         # Read by Spark's s3a (EnvironmentVariableCredentialsProvider) in the JVM.
         "AWS_ACCESS_KEY_ID": c.s3_access_key,
         "AWS_SECRET_ACCESS_KEY": c.s3_secret_key,
@@ -333,7 +342,11 @@ def local_resources(
             sslmode="disable",
         ),
         "kafka": KafkaResource(bootstrap_servers=s.kafka_bootstrap),
-        "kafka_connect": KafkaConnectResource(url=s.connect_url),
+        "kafka_connect": KafkaConnectResource(
+            url=s.connect_url,
+            user=s.connect_user,
+            password=dg.EnvVar("CDC_LAKE_CONNECT_PASSWORD"),
+        ),
         "s3": s3,
         "cdc": CdcPipelineResource(
             **{
@@ -428,7 +441,13 @@ def prod_resources(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
     if msk_connect:
         connect = MskConnectResource(region=region)
     else:
-        connect = KafkaConnectResource(url=env["CDC_LAKE_CONNECT_URL"])
+        # Basic auth when CDC_LAKE_CONNECT_USER is set; the password is read when a run starts.
+        user = env.get("CDC_LAKE_CONNECT_USER")
+        connect = KafkaConnectResource(
+            url=env["CDC_LAKE_CONNECT_URL"],
+            user=user,
+            password=dg.EnvVar("CDC_LAKE_CONNECT_PASSWORD") if user else None,
+        )
     return {
         "postgres": PostgresResource(
             host=env["CDC_LAKE_PG_HOST"],
@@ -460,8 +479,6 @@ def prod_resources(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
                 else "${env:CDC_LAKE_REPLICATION_PASSWORD}"
             ),
             s3_endpoint=None,
-            s3_access_key_ref=None,
-            s3_secret_key_ref=None,
         ),
         "lake": LakeResource(
             lake_bucket=lake_bucket,
@@ -470,6 +487,8 @@ def prod_resources(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
             glue_database=env.get("CDC_LAKE_GLUE_DATABASE", "datalake"),
             region=region,
             parallelism=int(env.get("CDC_LAKE_HUDI_PARALLELISM", "200")),
+            # Executors on other nodes ask the driver for file system views and markers.
+            embedded_timeline_server=True,
         ),
         "spark_jobs": prod_spark_jobs(env, region, lake_bucket),
     }

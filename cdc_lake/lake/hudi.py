@@ -11,6 +11,12 @@ Semantics the options guarantee:
   with the new work, not with the table (``python -m bench --only index``: 1.09x from 2,000 to
   200,000 orders, against 1.46x for ``GLOBAL_SIMPLE``). ``index_type="GLOBAL_SIMPLE"`` keeps the
   older behaviour.
+- **No listening socket on other interfaces.** Hudi's embedded timeline server (a Javalin
+  server in the driver that serves file system views and markers to the tasks) binds every
+  interface, and Hudi 1.1 has no option for its address. It is off unless
+  ``embedded_timeline_server`` is set (production, where executors on other nodes of the EMR
+  cluster use it): tasks build their file system views from the metadata table, and markers are
+  written directly to storage (``DIRECT``), so a failed write is rolled back as before.
 - **Checkpoint.** The ingestion's progress (the last Kafka offset per topic partition, see
   ``cdc_lake/lake/checkpoint.py``) goes into the commit's extra metadata, so it is committed
   atomically with the data: a commit that fails leaves neither.
@@ -39,6 +45,8 @@ class HudiTableConfig:
     parallelism: int = 2
     compaction_delta_commits: int = 5  # MERGE_ON_READ: compact inline after this many
     index_type: str = "RECORD_INDEX"  # or "GLOBAL_SIMPLE"
+    # The driver's timeline server listens on every interface: only where executors need it.
+    embedded_timeline_server: bool = False
     # Passed through as they are, e.g. Glue/Hive sync options in production.
     extra_options: dict[str, str] = field(default_factory=dict)
 
@@ -67,6 +75,10 @@ class HudiTableConfig:
             "hoodie.delete.shuffle.parallelism": p,
             "hoodie.bulkinsert.shuffle.parallelism": p,
             "hoodie.datasource.write.hive_style_partitioning": "true",
+            "hoodie.embed.timeline.server": str(self.embedded_timeline_server).lower(),
+            "hoodie.write.markers.type": (
+                "TIMELINE_SERVER_BASED" if self.embedded_timeline_server else "DIRECT"
+            ),
         }
         if self.partition_field:
             opts |= {

@@ -47,6 +47,16 @@ def open_private_log(log: Path):
     return os.fdopen(fd, "ab")
 
 
+def write_private(path: Path, text: str) -> None:
+    """Write a file created 0600 (tightened if it existed), so a secret in it is never readable
+    by others, even for a moment."""
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.fchmod(fd, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+
+
 class StackError(RuntimeError):
     """A stack operation failed; the message names the component, its log and the fix."""
 

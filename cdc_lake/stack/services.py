@@ -8,16 +8,14 @@ the command that runs it in the foreground, how to tell it is healthy, and what 
 from __future__ import annotations
 
 import base64
-import json
 import os
 import shutil
 import signal
 import subprocess
-import urllib.request
 import uuid
 from pathlib import Path
 
-from cdc_lake.stack.process import StackError, open_private_log, port_in_use
+from cdc_lake.stack.process import StackError, open_private_log, port_in_use, write_private
 from cdc_lake.stack.settings import StackSettings
 
 LOG4J2_PROPERTIES = """\
@@ -100,11 +98,6 @@ def postgres_bindir() -> Path | None:
     return None
 
 
-def _http_ok(url: str, timeout: float = 2.0) -> bool:
-    with urllib.request.urlopen(url, timeout=timeout) as resp:  # noqa: S310 - loopback only
-        return 200 <= resp.status < 300
-
-
 class Service:
     name: str = ""
     ports: tuple[str, ...] = ()
@@ -149,6 +142,10 @@ class JavaService(Service):
     classpath = ""
     heap = "512m"
 
+    def jvm_options(self) -> list[str]:
+        """Extra JVM options: paths and switches only, never a secret (argv is public)."""
+        return []
+
     def java_argv(self, *args: str) -> list[str]:
         cp_dir = self.s.classpath_dir(self.classpath)
         if not any(cp_dir.glob("*.jar")):
@@ -162,6 +159,7 @@ class JavaService(Service):
             "-Djava.awt.headless=true",
             f"-Dlog4j2.configurationFile={self.s.conf_dir / 'log4j2.properties'}",
             f"-Dlogback.configurationFile={self.s.conf_dir / 'logback.xml'}",
+            *self.jvm_options(),
             "-cp",
             f"{cp_dir}/*",
             self.main_class,
@@ -178,6 +176,13 @@ class Postgres(Service):
     """PostgreSQL with wal_level=logical, an application user and a replication user.
 
     When run as root the server runs as the ``postgres`` system user (PostgreSQL refuses root).
+
+    ``pg_hba.conf`` is written on every start: every login needs a password (scram-sha-256) over
+    loopback; the replication user may connect, from loopback only, to the project's database
+    (and the ones ``create_database`` adds, listed in ``replication_databases``), which covers
+    both the logical-replication (walsender) and the plain connection Debezium opens, and to
+    nothing else: not ``postgres``, not another database, not a physical replication connection
+    (which would stream the whole cluster's WAL).
     """
 
     name = "postgres"
@@ -248,6 +253,7 @@ class Postgres(Service):
                 raise StackError(
                     f"postgres: initdb failed (see {self.log}): {result.stderr.strip()[-500:]}"
                 )
+        self.write_hba()
         conf = self.data / "cdc_lake.conf"
         conf.write_text(
             "# Written by cdc-lake on every start; override with ALTER SYSTEM.\n"
@@ -265,6 +271,36 @@ class Postgres(Service):
         if "include_if_exists = 'cdc_lake.conf'" not in main_conf.read_text():
             with main_conf.open("a") as f:
                 f.write("\ninclude_if_exists = 'cdc_lake.conf'\n")
+
+    @property
+    def replication_databases(self) -> Path:
+        return self.data / "replication_databases"
+
+    def write_hba(self, add_database: str | None = None) -> None:
+        """pg_hba.conf (see the class docstring); ``add_database`` joins the replication user's
+        databases. The server reads it on start or ``pg_reload_conf()``."""
+        names = [self.s.pg_database]
+        if self.replication_databases.is_file():
+            names += self.replication_databases.read_text().split()
+        if add_database:
+            names.append(add_database)
+        self.replication_databases.write_text("\n".join(dict.fromkeys(names)) + "\n")
+        repl = self.s.replication_user
+        hba = self.data / "pg_hba.conf"
+        hba.write_text(
+            "# Written by cdc-lake on every start. First match wins.\n"
+            "# TYPE  DATABASE                 USER  ADDRESS       METHOD\n"
+            f"host    @replication_databases   {repl}  127.0.0.1/32  scram-sha-256\n"
+            f"host    all                      {repl}  all           reject\n"
+            f"host    replication              {repl}  all           reject\n"
+            f"local   all                      {repl}                reject\n"
+            "local   all                      all                 scram-sha-256\n"
+            "host    all                      all   127.0.0.1/32  scram-sha-256\n"
+            "host    all                      all   ::1/128       scram-sha-256\n"
+        )
+        for path in (self.replication_databases, hba):
+            path.chmod(0o600)
+            self._chown(path)
 
     def argv(self) -> list[str]:
         return [str(self.bindir() / "postgres"), "-D", str(self.data)]
@@ -326,13 +362,16 @@ class Postgres(Service):
             conn.close()
 
     def create_database(self, name: str, replace: bool = False) -> None:
-        """Another database owned by the app user, which the replication user may connect to."""
+        """Another database owned by the app user, which the replication user may connect to
+        (it joins ``replication_databases``; the server reloads pg_hba.conf)."""
         from psycopg2 import sql
 
+        self.write_hba(add_database=name)
         admin = self._connect()
         admin.autocommit = True
         try:
             with admin.cursor() as cur:
+                cur.execute("SELECT pg_reload_conf()")
                 ident = sql.Identifier(name)
                 if replace:
                     cur.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(ident))
@@ -387,15 +426,15 @@ class S3Proxy(JavaService):
         data = self.s.data_dir("s3")
         data.mkdir(parents=True, exist_ok=True)
         c = self.s.credentials
-        self.conf.write_text(
+        write_private(
+            self.conf,
             f"s3proxy.endpoint={self.s.s3_endpoint}\n"
             "s3proxy.authorization=aws-v2-or-v4\n"
             f"s3proxy.identity={c.s3_access_key}\n"
             f"s3proxy.credential={c.s3_secret_key}\n"
             "jclouds.provider=filesystem-nio2\n"
-            f"jclouds.filesystem.basedir={data}\n"
+            f"jclouds.filesystem.basedir={data}\n",
         )
-        self.conf.chmod(0o600)
 
     def argv(self) -> list[str]:
         return self.java_argv("--properties", str(self.conf))
@@ -533,26 +572,63 @@ class Kafka(JavaService):
 
 
 class KafkaConnect(JavaService):
-    """A Kafka Connect worker in distributed mode, with Debezium and the S3 sink as plugins."""
+    """A Kafka Connect worker in distributed mode, with Debezium and the S3 sink as plugins.
+
+    Its REST API (loopback only) takes HTTP basic auth: Kafka's ``BasicAuthSecurityRestExtension``
+    with a JAAS file naming ``PropertyFileLoginModule`` and a users file holding the stack's one
+    user (``connect_user``, the ``connect_password`` credential), both 0600 in ``conf/``; the JVM
+    gets only the JAAS file's path. A request without the credentials gets 401.
+
+    ``${env:NAME}`` in a connector config resolves only for ``PROVIDER_ENV``, the variables the
+    connectors need (``allowlist.pattern`` of ``EnvVarConfigProvider``); any other reference
+    stays unresolved, so no caller can make the worker echo another variable (the validate
+    endpoint puts resolved values in error messages). The S3 sink reads its keys from the AWS
+    SDK's default chain (``AWS_ACCESS_KEY_ID`` and ``AWS_SECRET_ACCESS_KEY`` in the worker's
+    environment), as on MSK Connect, so they are not resolvable through the provider.
+    """
 
     name = "connect"
     ports = ("connect",)
     main_class = "org.apache.kafka.connect.cli.ConnectDistributed"
     classpath = "connect"
     heap = "1g"
+    # The only variables ${env:...} resolves: the Debezium connector's replication password.
+    PROVIDER_ENV = ("CDC_LAKE_REPLICATION_PASSWORD",)
 
     @property
     def conf(self) -> Path:
         return self.s.conf_dir / "connect-distributed.properties"
 
+    @property
+    def jaas_conf(self) -> Path:
+        return self.s.conf_dir / "connect-jaas.conf"
+
+    @property
+    def users_file(self) -> Path:
+        return self.s.conf_dir / "connect-users.properties"
+
     def prepare(self) -> None:
         super().prepare()
+        user, password = self.s.connect_auth
+        # Properties syntax: "user: password"; a backslash in the password must be escaped.
+        write_private(self.users_file, f"{user}: {password.replace(chr(92), chr(92) * 2)}\n")
+        write_private(
+            self.jaas_conf,
+            "KafkaConnect {\n"
+            "  org.apache.kafka.connect.rest.basic.auth.extension.PropertyFileLoginModule\n"
+            "  required\n"
+            f'  file="{self.users_file}";\n'
+            "};\n",
+        )
+        allow = "|".join(self.PROVIDER_ENV)
         self.conf.write_text(
             f"bootstrap.servers={self.s.kafka_bootstrap}\n"
             "group.id=cdc-lake-connect\n"
             f"listeners=http://{self.s.host}:{self.s.port('connect')}\n"
             f"rest.advertised.host.name={self.s.host}\n"
             f"rest.advertised.port={self.s.port('connect')}\n"
+            "rest.extension.classes="
+            "org.apache.kafka.connect.rest.basic.auth.extension.BasicAuthSecurityRestExtension\n"
             f"plugin.path={self.s.plugin_path}\n"
             "key.converter=org.apache.kafka.connect.json.JsonConverter\n"
             "value.converter=org.apache.kafka.connect.json.JsonConverter\n"
@@ -565,11 +641,16 @@ class KafkaConnect(JavaService):
             "offset.storage.replication.factor=1\n"
             "status.storage.replication.factor=1\n"
             "offset.flush.interval.ms=5000\n"
-            # Secrets in connector configs may be read from the environment: ${env:NAME}.
+            # Secrets in connector configs are read from the environment: ${env:NAME}, for the
+            # allowed names only.
             "config.providers=env\n"
             "config.providers.env.class="
             "org.apache.kafka.common.config.provider.EnvVarConfigProvider\n"
+            f"config.providers.env.param.allowlist.pattern=^({allow})$\n"
         )
+
+    def jvm_options(self) -> list[str]:
+        return [f"-Djava.security.auth.login.config={self.jaas_conf}"]
 
     def argv(self) -> list[str]:
         return self.java_argv(str(self.conf))
@@ -579,21 +660,32 @@ class KafkaConnect(JavaService):
         c = self.s.credentials
         return {
             "CDC_LAKE_REPLICATION_PASSWORD": c.replication_password,
-            "CDC_LAKE_S3_ACCESS_KEY": c.s3_access_key,
-            "CDC_LAKE_S3_SECRET_KEY": c.s3_secret_key,
+            # The S3 sink's credentials, through the AWS SDK's default chain.
+            "AWS_ACCESS_KEY_ID": c.s3_access_key,
+            "AWS_SECRET_ACCESS_KEY": c.s3_secret_key,
         }
+
+    def client(self):
+        from cdc_lake.streaming.connect_client import ConnectClient
+
+        return ConnectClient(self.s.connect_url, timeout_s=10, auth=self.s.connect_auth)
 
     def healthy(self) -> bool:
         # /connectors answers only once the herder has joined the group and read its topics.
-        return _http_ok(f"{self.s.connect_url}/connectors")
+        status, _ = self.client().request("GET", "/connectors")
+        return 200 <= status < 300
 
     def plugins(self) -> list[dict[str, str]]:
-        url = f"{self.s.connect_url}/connector-plugins?connectorsOnly=true"
-        with urllib.request.urlopen(url, timeout=10) as resp:  # noqa: S310 - loopback only
-            return json.loads(resp.read())
+        return self.client().plugins()
 
     def details(self) -> dict[str, object]:
-        return {"url": self.s.connect_url, "plugin_path": str(self.s.plugin_path)}
+        user, password = self.s.connect_auth
+        return {
+            "url": self.s.connect_url,
+            "user": user,
+            "password": password,
+            "plugin_path": str(self.s.plugin_path),
+        }
 
 
 def all_services(settings: StackSettings) -> list[Service]:

@@ -6,8 +6,8 @@ second stack, such as the test suite's, can run beside a developer's without cla
 
 Credentials are never written in code or committed config: on first use they are generated at
 random and kept in ``<state>/credentials.json`` (mode 0600). ``CDC_LAKE_PG_PASSWORD``,
-``CDC_LAKE_REPLICATION_PASSWORD``, ``CDC_LAKE_S3_ACCESS_KEY`` and ``CDC_LAKE_S3_SECRET_KEY``
-override them.
+``CDC_LAKE_REPLICATION_PASSWORD``, ``CDC_LAKE_S3_ACCESS_KEY``, ``CDC_LAKE_S3_SECRET_KEY`` and
+``CDC_LAKE_CONNECT_PASSWORD`` (the Kafka Connect REST API's basic auth) override them.
 """
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ import os
 import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from cdc_lake.stack.process import write_private
 
 DEFAULT_PORT_BASE = 15400
 
@@ -49,6 +51,7 @@ class Credentials:
     replication_password: str
     s3_access_key: str
     s3_secret_key: str
+    connect_password: str
 
     @staticmethod
     def load_or_create(path: Path) -> Credentials:
@@ -62,19 +65,16 @@ class Credentials:
             "replication_password": stored.get("replication_password") or secrets.token_urlsafe(18),
             "s3_access_key": stored.get("s3_access_key") or "cdclake" + secrets.token_hex(6),
             "s3_secret_key": stored.get("s3_secret_key") or secrets.token_urlsafe(24),
+            "connect_password": stored.get("connect_password") or secrets.token_urlsafe(18),
         }
         if fresh != stored:
-            path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-            # Created 0600, so the secrets are never readable by others, even for a moment.
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            os.fchmod(fd, 0o600)
-            with os.fdopen(fd, "w") as f:
-                f.write(json.dumps(fresh, indent=2))
+            write_private(path, json.dumps(fresh, indent=2))
         env = {
             "pg_password": os.environ.get("CDC_LAKE_PG_PASSWORD"),
             "replication_password": os.environ.get("CDC_LAKE_REPLICATION_PASSWORD"),
             "s3_access_key": os.environ.get("CDC_LAKE_S3_ACCESS_KEY"),
             "s3_secret_key": os.environ.get("CDC_LAKE_S3_SECRET_KEY"),
+            "connect_password": os.environ.get("CDC_LAKE_CONNECT_PASSWORD"),
         }
         fresh.update({k: v for k, v in env.items() if v})
         return Credentials(**fresh)
@@ -91,6 +91,7 @@ class StackSettings:
     pg_database: str = "cdc_lake"
     pg_user: str = "cdc_lake"
     replication_user: str = "cdc_replicator"
+    connect_user: str = "cdc_lake"  # the Connect REST API's one basic-auth user
     raw_bucket: str = "cdc-raw"
     lake_bucket: str = "cdc-lake"
     region: str = "us-east-1"
@@ -125,6 +126,11 @@ class StackSettings:
     @property
     def connect_url(self) -> str:
         return f"http://{self.host}:{self.port('connect')}"
+
+    @property
+    def connect_auth(self) -> tuple[str, str]:
+        """User and password of the Connect REST API's basic auth."""
+        return self.connect_user, self.credentials.connect_password
 
     @property
     def s3_endpoint(self) -> str:

@@ -1,15 +1,22 @@
 """A small Kafka Connect REST client: create or update a connector, wait for it, explain failures.
 
 ``ensure_connector`` is idempotent. An unchanged config is not PUT again, because a PUT restarts
-the connector. A connector or task left FAILED by an earlier run is restarted after its config
-is applied, so rerunning after a fix works.
+the connector. A connector or task left FAILED by an earlier run (a sink task whose bucket was
+missing, say) is restarted after its config is applied (``restart_failed``), so rerunning after
+a fix works; it resumes from its committed offsets, so nothing is lost.
 
-Every failure raises ``ConnectError`` with the cause: Connect unreachable, config rejected (with
-the validation messages), or a FAILED connector/task (with the worker's stack trace).
+Every failure raises ``ConnectError`` with the cause: Connect unreachable, credentials refused,
+config rejected (with the validation messages), or a FAILED connector/task (with the worker's
+stack trace).
+
+Authentication: ``auth`` (user, password) is sent as HTTP basic auth on every request; the local
+worker refuses requests without it (``BasicAuthSecurityRestExtension``). The password is never
+part of a message or the URL.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import time
 import urllib.error
@@ -23,24 +30,36 @@ class ConnectError(RuntimeError):
     pass
 
 
+def basic_auth_header(auth: tuple[str, str]) -> dict[str, str]:
+    token = base64.b64encode(f"{auth[0]}:{auth[1]}".encode()).decode()
+    return {"Authorization": f"Basic {token}"}
+
+
 class ConnectClient:
-    def __init__(self, url: str, timeout_s: float = 15.0):
+    def __init__(self, url: str, timeout_s: float = 15.0, auth: tuple[str, str] | None = None):
         self.url = url.rstrip("/")
         self.timeout_s = timeout_s
+        self._auth = auth
 
-    def _request(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
+    def request(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
+        """One REST call: (HTTP status, decoded JSON body). Refused credentials raise."""
         data = json.dumps(body).encode() if body is not None else None
-        req = urllib.request.Request(
-            f"{self.url}{path}",
-            data=data,
-            method=method,
-            headers={"Content-Type": "application/json", "Accept": "application/json"},
-        )
+        headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        if self._auth:
+            headers |= basic_auth_header(self._auth)
+        req = urllib.request.Request(f"{self.url}{path}", data=data, method=method, headers=headers)
         try:
             with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:  # noqa: S310
                 raw = resp.read()
                 return resp.status, json.loads(raw) if raw else None
         except urllib.error.HTTPError as e:
+            if e.code == 401:
+                raise ConnectError(
+                    f"Kafka Connect at {self.url} refused {method} {path} (401 Unauthorized): "
+                    f"{'wrong' if self._auth else 'no'} credentials. Fix: set the Connect user "
+                    "and password (locally the stack's, CDC_LAKE_CONNECT_PASSWORD; `cdc-lake "
+                    "stack status --json` prints them)."
+                ) from None
             raw = e.read()
             try:
                 payload = json.loads(raw) if raw else None
@@ -54,7 +73,7 @@ class ConnectClient:
             ) from e
 
     def _ok(self, method: str, path: str, body: Any = None) -> Any:
-        status, payload = self._request(method, path, body)
+        status, payload = self.request(method, path, body)
         if status >= 400:
             message = payload.get("message") if isinstance(payload, dict) else payload
             raise ConnectError(f"Kafka Connect {method} {path} failed ({status}): {message}")
@@ -67,7 +86,7 @@ class ConnectClient:
         return self._ok("GET", "/connectors")
 
     def _get_or_none(self, name: str, what: str) -> Any:
-        status, payload = self._request("GET", f"/connectors/{urllib.parse.quote(name)}/{what}")
+        status, payload = self.request("GET", f"/connectors/{urllib.parse.quote(name)}/{what}")
         if status == 404:
             return None
         if status >= 400:
@@ -93,7 +112,7 @@ class ConnectClient:
 
     def put_config(self, name: str, config: dict[str, str]) -> bool:
         """Create or update; returns True if the connector was created."""
-        status, payload = self._request(
+        status, payload = self.request(
             "PUT", f"/connectors/{urllib.parse.quote(name)}/config", config
         )
         if status >= 400:
@@ -111,8 +130,28 @@ class ConnectClient:
         q = f"includeTasks=true&onlyFailed={'true' if only_failed else 'false'}"
         self._ok("POST", f"/connectors/{urllib.parse.quote(name)}/restart?{q}")
 
+    def restart_failed(self, name: str, settle_s: float = 30.0) -> list[str]:
+        """Restart whatever of the connector is FAILED (``connector``, ``task N``), in one call
+        (``restart?includeTasks=true&onlyFailed=true``), and wait up to ``settle_s`` until the
+        worker no longer reports it FAILED (the restart is asynchronous). Returns what was
+        restarted with the first line of its trace; empty when nothing had failed."""
+        failed = failed_components(self.status(name))
+        if not failed:
+            return []
+        self.restart(name, only_failed=True)
+        deadline = time.monotonic() + settle_s
+        while failed_components(self.status(name)) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        return failed
+
+    def pause(self, name: str) -> None:
+        self._ok("PUT", f"/connectors/{urllib.parse.quote(name)}/pause")
+
+    def resume(self, name: str) -> None:
+        self._ok("PUT", f"/connectors/{urllib.parse.quote(name)}/resume")
+
     def delete(self, name: str) -> None:
-        status, _ = self._request("DELETE", f"/connectors/{urllib.parse.quote(name)}")
+        status, _ = self.request("DELETE", f"/connectors/{urllib.parse.quote(name)}")
         if status >= 400 and status != 404:
             raise ConnectError(f"Kafka Connect: deleting {name} failed ({status})")
 
@@ -125,12 +164,7 @@ class ConnectClient:
         else:
             created = self.put_config(name, config)
             action = "created" if created else "updated"
-        st = self.status(name)
-        if st and (
-            st["connector"]["state"] == "FAILED"
-            or any(t["state"] == "FAILED" for t in st.get("tasks", []))
-        ):
-            self.restart(name, only_failed=True)
+        self.restart_failed(name)
         return action
 
     def deploy(
@@ -176,6 +210,19 @@ class ConnectClient:
             time.sleep(poll_s)
         states = json.dumps(last) if last else "not found"
         raise ConnectError(f"connector {name!r} not RUNNING after {timeout_s:.0f}s: {states}")
+
+
+def failed_components(status: dict[str, Any] | None) -> list[str]:
+    """'connector: <first trace line>' and 'task N: <...>' for each FAILED part."""
+    if not status:
+        return []
+    parts = [("connector", status.get("connector", {}))]
+    parts += [(f"task {t.get('id')}", t) for t in status.get("tasks", [])]
+    return [
+        f"{what}: {(part.get('trace') or '(no trace)').splitlines()[0][:300]}"
+        for what, part in parts
+        if part.get("state") == "FAILED"
+    ]
 
 
 def failure_trace(status: dict[str, Any]) -> str | None:

@@ -10,9 +10,11 @@ published table, see ``sql/003_debezium.sql``) and acknowledges the LSN it has r
 replication slot keeps up with the WAL while the outbox is quiet. Signals: inserting into
 ``datalake.debezium_signal`` drives incremental snapshots (``cdc_lake/streaming/signals.py``).
 
-Secrets are never values here. A secret setting holds a config-provider reference such as
-``${env:CDC_LAKE_REPLICATION_PASSWORD}`` (local Connect) or ``${secretsmanager:...}`` (MSK
-Connect), which the worker resolves when it starts the task.
+Secrets are never values here. The replication password is a config-provider reference,
+``${env:CDC_LAKE_REPLICATION_PASSWORD}`` (local Connect, whose provider resolves only that
+variable) or ``${secretsmanager:...}`` (MSK Connect), which the worker resolves when it starts
+the task. The S3 sink has no keys in its config anywhere: it uses the AWS SDK's default chain
+(the local worker's ``AWS_*`` variables, or MSK Connect's service execution role).
 """
 
 from __future__ import annotations
@@ -100,8 +102,6 @@ class CdcConnectorSettings:
     flush_interval_ms: int = 10_000
     heartbeat_interval_ms: int = DEFAULT_HEARTBEAT_INTERVAL_MS
     s3_endpoint: str | None = None
-    s3_access_key_ref: str | None = None
-    s3_secret_key_ref: str | None = None
 
     @property
     def topic(self) -> str:
@@ -121,8 +121,6 @@ class CdcConnectorSettings:
             raw_prefix="cdc-events/",
             region=settings.region,
             s3_endpoint=settings.s3_endpoint,
-            s3_access_key_ref="${env:CDC_LAKE_S3_ACCESS_KEY}",
-            s3_secret_key_ref="${env:CDC_LAKE_S3_SECRET_KEY}",
         )
 
     def debezium(self) -> dict[str, str]:
@@ -150,8 +148,6 @@ class CdcConnectorSettings:
                 "raw_prefix": self.raw_prefix,
                 "s3_endpoint": self.s3_endpoint,
                 "region": self.region,
-                "s3_access_key": self.s3_access_key_ref,
-                "s3_secret_key": self.s3_secret_key_ref,
                 "flush_records": self.flush_records,
                 "flush_interval_ms": self.flush_interval_ms,
             },

@@ -393,7 +393,9 @@ class FaultPipeline:
         self.cdc = self.resources["cdc"]
         self.lake = self.resources["lake"]
         self.kafka_conf: dict[str, Any] = self.resources["kafka"].client_conf()
-        self.connect = ConnectClient(stack.settings.connect_url, timeout_s=10)
+        self.connect = ConnectClient(
+            stack.settings.connect_url, timeout_s=10, auth=stack.settings.connect_auth
+        )
         self.s3: Any = stack.service("s3").client()  # type: ignore[attr-defined]
         self.changes = 0  # committed by this pipeline's workloads and markers
         self.workloads: list[WorkloadThread] = []

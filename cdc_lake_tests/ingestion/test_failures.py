@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 import shutil
+import time
 
 import dagster as dg
 import pytest
 
-from cdc_lake.defs.raw.assets import MissingBucketError, raw_cdc_files
+from cdc_lake.defs.raw.assets import RAW_KEY, MissingBucketError, raw_cdc_files
 from cdc_lake.defs.streaming.assets import cdc_events_topic
 from cdc_lake.resources import KafkaConnectResource, PostgresResource, local_resources
 from cdc_lake.source.preflight import SourceNotReady
 from cdc_lake.stack import LocalStack
 from cdc_lake.stack.services import Postgres
-from cdc_lake.streaming.connect_client import ConnectClient, ConnectError
+from cdc_lake.streaming.connect_client import ConnectClient, ConnectError, failed_components
+from cdc_lake.streaming.topics import end_offsets
 from cdc_lake_tests.conftest import TEST_PORT_BASE, make_settings
+from cdc_lake_tests.ingestion.helpers import metadata, raw_events
 from cdc_lake_tests.ingestion.test_reference_dump import create_database
 
 
@@ -104,3 +107,52 @@ def test_wal_level_not_logical(local_stack: LocalStack, ingested, resources):
     finally:
         stack.down()
         shutil.rmtree(settings.state_dir, ignore_errors=True)
+
+
+def test_a_sink_failed_on_a_missing_bucket_is_restarted_and_loses_nothing(
+    local_stack: LocalStack, ingested, resources, pg
+):
+    """The raw bucket goes away (its objects kept aside), a change fails the sink task, the
+    bucket comes back: materialising the raw asset restarts the task, says so, and every offset
+    of the topic is then in the raw objects."""
+    cdc, conf = resources["cdc"], resources["kafka"].client_conf()
+    connect: ConnectClient = resources["kafka_connect"].client()
+    s3 = local_stack.service("s3").client()  # type: ignore[attr-defined]
+    bucket, sink = cdc.raw_bucket, cdc.sink_connector_name
+    kept = {
+        o["Key"]: s3.get_object(Bucket=bucket, Key=o["Key"])["Body"].read()
+        for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket)
+        for o in page.get("Contents", [])
+    }
+    for key in kept:
+        s3.delete_object(Bucket=bucket, Key=key)
+    s3.delete_bucket(Bucket=bucket)
+    try:
+        with pg.cursor() as cur:
+            cur.execute("UPDATE datalake.orders SET freight = freight + 1 WHERE order_id = 10260")
+        pg.commit()
+        deadline = time.monotonic() + 90
+        while not failed_components(connect.status(sink)):
+            assert time.monotonic() < deadline, "the sink task never failed"
+            time.sleep(0.5)
+        # Still missing: the raw asset names the bucket, as before.
+        with pytest.raises(MissingBucketError, match=rf"raw bucket '{bucket}' is missing"):
+            _materialize(raw_cdc_files, resources)
+        assert failed_components(connect.status(sink))
+    finally:
+        s3.create_bucket(Bucket=bucket)
+        for key, body in kept.items():
+            s3.put_object(Bucket=bucket, Key=key, Body=body)
+    instance = dg.DagsterInstance.ephemeral()
+    result = dg.materialize([raw_cdc_files], resources=resources, instance=instance)
+    assert result.success
+    meta = metadata(result, RAW_KEY)
+    assert meta["connector_restarted"] == "task 0" and meta["connector_state"] == "RUNNING"
+    said = [e.user_message for e in instance.all_logs(result.run_id)]
+    assert [m for m in said if f"sink connector {sink} was FAILED; restarted it (task 0: " in m]
+    ends = end_offsets(conf, cdc.topic)
+    seen: dict[int, set[int]] = {}
+    for event in raw_events(s3, bucket, cdc.raw_prefix, cdc.topic):
+        seen.setdefault(event["__kafka_partition"], set()).add(event["__kafka_offset"])
+    assert {p: len(seen.get(p, ())) for p in ends} == ends
+    assert all(seen[p] == set(range(ends[p])) for p in ends)

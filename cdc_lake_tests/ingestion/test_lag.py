@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import json
 import time
-import urllib.request
 from typing import Any
 
 import dagster as dg
@@ -15,24 +13,14 @@ from cdc_lake.defs.streaming.assets import TOPIC_KEY, cdc_events_topic
 from cdc_lake.defs.streaming.checks import replication_slot_lag, source_connector_running
 from cdc_lake.resources import local_resources
 from cdc_lake.stack import LocalStack
+from cdc_lake.streaming.connect_client import ConnectClient
 from cdc_lake.streaming.topics import end_offsets, wait_for_consumer
 from cdc_lake_tests.ingestion.helpers import metadata
 
 
-def _connector_action(url: str, name: str, action: str) -> None:
-    request = urllib.request.Request(f"{url}/connectors/{name}/{action}", method="PUT")
-    with urllib.request.urlopen(request, timeout=15) as response:
-        assert response.status == 202, (action, response.status)
-
-
-def _state(url: str, name: str) -> str:
-    with urllib.request.urlopen(f"{url}/connectors/{name}/status", timeout=15) as response:
-        return json.load(response)["tasks"][0]["state"]
-
-
-def _wait_state(url: str, name: str, state: str) -> None:
+def _wait_state(connect: ConnectClient, name: str, state: str) -> None:
     deadline = time.monotonic() + 60
-    while _state(url, name) != state:
+    while (connect.status(name) or {})["tasks"][0]["state"] != state:
         assert time.monotonic() < deadline, f"{name} never became {state}"
         time.sleep(0.5)
 
@@ -89,12 +77,13 @@ def test_sink_lag_check_warns_while_the_sink_is_paused(
     local_stack: LocalStack, ingested, resources, pg
 ):
     cdc, conf = resources["cdc"], resources["kafka"].client_conf()
-    url, sink = local_stack.settings.connect_url, cdc.sink_connector_name
+    connect: ConnectClient = resources["kafka_connect"].client()
+    sink = cdc.sink_connector_name
     tiny = local_resources(local_stack.settings, sink_lag_warn_records=0)
     before = sum(end_offsets(conf, cdc.topic).values())
-    _connector_action(url, sink, "pause")
+    connect.pause(sink)
     try:
-        _wait_state(url, sink, "PAUSED")
+        _wait_state(connect, sink, "PAUSED")
         with pg.cursor() as cur:
             cur.execute("UPDATE datalake.orders SET freight = freight + 1 WHERE order_id = 10255")
         pg.commit()
@@ -109,7 +98,7 @@ def test_sink_lag_check_warns_while_the_sink_is_paused(
         assert not state.passed and state.severity == dg.AssetCheckSeverity.WARN
         assert state.description == f"{sink}: connector PAUSED, task 0 PAUSED"
     finally:
-        _connector_action(url, sink, "resume")
+        connect.resume(sink)
     wait_for_consumer(conf, cdc.sink_consumer_group, cdc.topic, timeout_s=60)
     resumed = _evaluate(sink_consumer_lag, kafka=tiny["kafka"], cdc=tiny["cdc"])
     assert resumed.passed  # caught up: 0 records, not over a threshold of 0

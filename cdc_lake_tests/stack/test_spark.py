@@ -10,6 +10,9 @@ import socket
 import subprocess
 import sys
 import textwrap
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from cdc_lake.stack import LocalStack
@@ -77,7 +80,7 @@ def test_no_secret_in_the_arguments_of_the_stack_or_the_spark_jvm(local_stack: L
     assert spark.read.parquet(path).count() == 3
 
     secrets = stack_secrets(local_stack)
-    assert len(secrets) == 5 and all(len(v) >= 16 for v in secrets.values())
+    assert len(secrets) == 6 and all(len(v) >= 16 for v in secrets.values())
     cmdlines = all_cmdlines()
     jvm = jvm_pid(spark)
     assert "org.apache.spark.deploy.SparkSubmit" in cmdlines[jvm]
@@ -92,11 +95,34 @@ def test_no_secret_in_the_arguments_of_the_stack_or_the_spark_jvm(local_stack: L
     assert leaks == []
 
 
-def test_the_spark_driver_listens_on_loopback_only(spark):
-    listening = listening_sockets(jvm_pid(spark))
+def _hudi_write(spark, path: str) -> None:
+    from cdc_lake.lake.hudi import HudiTableConfig
+
+    options = HudiTableConfig(base_path=path, partition_field="").write_options()
+    rows = spark.range(0, 2000).selectExpr(
+        "id AS order_id", "id AS cdc_ordering", "false AS _hoodie_is_deleted"
+    )
+    rows.write.format("hudi").options(**options).mode("append").save(path)
+
+
+def test_the_spark_driver_listens_on_loopback_only(local_stack: LocalStack, spark):
+    pid = jvm_pid(spark)
+    listening = listening_sockets(pid)
     # The driver's RPC endpoint, its block manager and py4j's gateway.
     assert len(listening) >= 3, listening
-    assert [s for s in listening if s[0] not in LOOPBACK] == []
+    # During a Hudi write too: its embedded timeline server listened on :: (issue 10).
+    path = f"s3a://{local_stack.settings.lake_bucket}/tests/listen-{uuid.uuid4().hex}"
+    seen, polls = set(listening), 0
+    with ThreadPoolExecutor(1) as pool:
+        write = pool.submit(_hudi_write, spark, path)
+        while not write.done():
+            seen |= set(listening_sockets(pid))
+            polls += 1
+            time.sleep(0.02)
+        write.result()
+    assert polls > 10  # the write took long enough to be watched
+    assert spark.read.format("hudi").load(path).count() == 2000
+    assert [s for s in seen if s[0] not in LOOPBACK] == []
 
 
 QUIET_JOB = textwrap.dedent(

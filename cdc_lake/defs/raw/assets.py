@@ -7,6 +7,12 @@ partition (start offset, zero-padded), so readers resume listing after the last 
 A restarted sink rewrites the same key for the same start offset, so redelivery never creates
 a second copy of an object.
 
+A sink connector or task left FAILED (for example by a missing bucket: it stays FAILED after the
+bucket is back) is restarted once the bucket is there, which the run's log and the
+``connector_restarted`` metadata say; the restarted task resumes from its committed offsets, so
+nothing is lost, and the wait for the flush follows as usual. While the bucket is missing, the
+run fails first with ``MissingBucketError``, naming it.
+
 The metadata reports the sink consumer group's lag in records (topic end offsets minus its
 committed offsets); the ``sink_consumer_lag`` check WARNs past ``sink_lag_warn_records``.
 """
@@ -62,6 +68,14 @@ def raw_cdc_files(
     name = cdc.sink_connector_name
     settings = cdc.connector_settings(postgres)
     config = settings.s3_sink_local() if cdc.s3_endpoint else settings.s3_sink_msk()
+    # Kafka Connect's REST API can restart failed tasks; MSK Connect manages its own.
+    restart_failed = getattr(connect, "restart_failed", None)
+    restarted = restart_failed(name) if restart_failed else []
+    if restarted:
+        context.log.warning(
+            f"sink connector {name} was FAILED; restarted it ({'; '.join(restarted)}). It "
+            "resumes from its committed offsets."
+        )
     action, status = connect.deploy(name, config, cdc.connector_timeout_s, context.log.info)
     ends = wait_for_consumer(
         kafka.client_conf(), cdc.sink_consumer_group, cdc.topic, timeout_s=cdc.connector_timeout_s
@@ -83,6 +97,9 @@ def raw_cdc_files(
         ),
         "connector": dg.MetadataValue.text(name),
         "connector_action": dg.MetadataValue.text(action),
+        "connector_restarted": dg.MetadataValue.text(
+            ", ".join(r.split(":", 1)[0] for r in restarted) or "none"
+        ),
         "connector_state": dg.MetadataValue.text(status["connector"]["state"]),
     }
     if last_key:  # none before the sink's first flush
