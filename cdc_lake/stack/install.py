@@ -26,7 +26,9 @@ from cdc_lake.stack.process import StackError
 from cdc_lake.stack.services import postgres_bindir, require_java
 from cdc_lake.stack.settings import StackSettings, maven_dir, project_root
 
-CLASSPATHS = ("kafka", "connect", "s3proxy", "spark", "plugins/debezium", "plugins/s3sink")
+CLASSPATHS = (
+    "kafka", "connect", "s3proxy", "spark", "peers", "plugins/debezium", "plugins/s3sink",
+)  # fmt: skip
 _DOWNLOADED = re.compile(r"Downloaded from \S+: (\S+) \(([\d.]+) (B|kB|MB|GB)")
 _BUILDING = re.compile(r"Building (.+?) \S+\s+\[(\d+)/(\d+)\]")
 _UNIT = {"B": 1 / 1e6, "kB": 1 / 1e3, "MB": 1.0, "GB": 1e3}
