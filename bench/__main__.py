@@ -3,6 +3,7 @@
     python -m bench                      # every benchmark at full size
     python -m bench --only sensor        # one of them
     python -m bench --only scale --scales 100000,1000000 --reps 2
+    python -m bench --only peers --scales 100000,1000000 --reps 3 --batches 10
     python -m bench --smoke              # tiny sizes: keeps the harness working (the tests)
 
 The stack gets its own state directory and port base (``--port-base``, default 17400), so it
@@ -23,6 +24,7 @@ from bench.empty_run import bench_empty_run
 from bench.harness import Report, say, write_outputs
 from bench.index_cost import bench_index
 from bench.latency import bench_latency
+from bench.peers import bench_peers
 from bench.refresh_cost import bench_refresh_cost
 from bench.scale import bench_scale
 from cdc_lake.stack import LocalStack, StackSettings
@@ -31,10 +33,11 @@ from cdc_lake.stack.services import S3Proxy
 from cdc_lake.stack.settings import project_root
 from cdc_lake.stack.spark import build_spark_session
 
-BENCHMARKS = ("sensor", "incremental", "latency", "scale", "index", "empty", "refresh")
+BENCHMARKS = ("sensor", "incremental", "latency", "scale", "peers", "index", "empty", "refresh")
 NOT_YET = {
     "upsert-vs-hoodiestreamer": "hudi-utilities 1.x is not downloadable from this machine's "
-    "Maven Central mirror (only 0.14.0), so HoodieStreamer cannot run beside Hudi 1.1.1",
+    "Maven Central mirror (only 0.14.0), so HoodieStreamer cannot run beside Hudi 1.1.1; "
+    "the peers benchmark compares Delta and Iceberg MERGE instead",
 }
 
 
@@ -47,6 +50,7 @@ def run(
     sensor_objects: int = 100_000,
     scales: tuple[int, ...] = (100_000, 1_000_000, 5_000_000),
     scale_knobs: dict | None = None,
+    batches: int = 10,
 ) -> Report:
     s = stack.settings
     s3 = stack.service("s3")
@@ -61,6 +65,14 @@ def run(
         report.add(
             *bench_scale(stack, client, (2_000,) if smoke else scales, reps, say,
                          **(scale_knobs or {}))
+        )  # fmt: skip
+    if "peers" in only:
+        # Like scale, in a worker process: its session loads the Delta and Iceberg jars.
+        knobs = {k: v for k, v in (scale_knobs or {}).items()
+                 if k in ("driver_memory", "shuffle_partitions")}  # fmt: skip
+        report.add(
+            *bench_peers(stack, client, (2_000,) if smoke else scales, reps, say,
+                         batches=2 if smoke else batches, warm_up=not smoke, **knobs)
         )  # fmt: skip
     spark_users = ("incremental", "latency", "index", "empty", "refresh")
     own = spark is None and any(b in only for b in spark_users)
@@ -110,7 +122,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--smoke", action="store_true", help="tiny sizes, one repetition")
     parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--sensor-objects", type=int, default=100_000)
-    parser.add_argument("--scales", default="100000,1000000,5000000", help="events per scale")
+    parser.add_argument(
+        "--scales", default="100000,1000000,5000000", help="events per size (scale, peers)"
+    )
+    parser.add_argument("--batches", type=int, default=10, help="peers: batches per size")
     parser.add_argument("--driver-memory", default="2g")
     parser.add_argument("--shuffle-partitions", type=int, default=4)
     parser.add_argument("--hudi-parallelism", type=int, default=2)
@@ -151,6 +166,7 @@ def main(argv: list[str] | None = None) -> int:
                 "parallelism": args.hudi_parallelism,
                 "variant_options": dict(v.split("=", 1) for v in args.variant),
             },
+            batches=args.batches,
         )
     finally:
         stack.down()

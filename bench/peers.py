@@ -1,0 +1,395 @@
+"""Peers: cdc-lake's upsert against what a user would pick instead, on the same input.
+
+Input per size: the ``scale`` benchmark's N change events over N/5 orders (about 1% of the
+orders end deleted) as raw files in the S3 sink's layout, ingested in the same batches of files,
+in key order, by four sides:
+
+- A: cdc-lake's upsert (``ingest_new_files`` into a Hudi table with default settings);
+- B: Delta Lake ``MERGE INTO`` of the latest change per key;
+- C: Iceberg ``MERGE INTO`` (format v2, copy-on-write, Hadoop catalog on s3a) with the same rule;
+- D: the plain-Parquet floor: the previous version and the batch, latest per key, written as a
+  new version (no index, no transactions, no history).
+
+B, C and D read, parse and keep the latest change per key with the project's own code
+(``read_lines``, ``parse_raw_lines``, ``latest_per_key``), so the table format is what differs.
+The MERGE rule is ordering.py's: a change replaces the stored row when its ``cdc_ordering`` is not
+older, a delete that wins removes the row, and an unmatched change is inserted unless it is a
+delete. The batch is cut from its lineage (``localCheckpoint``) first: Iceberg's MERGE refuses a
+source whose plan holds ``input_file_name()``, and B does the same so that both MERGEs get the same
+source.
+
+All four share one Spark session (same settings; the Delta and Iceberg extensions are added
+beside Hudi's, in a worker process of its own, so the pipeline's sessions never load them) and run
+alternately A B C D over the repetitions; medians are reported. Each side's warm-up ingests one
+file into a throwaway table first. After the timed batches, each side's final snapshot is read
+(timed), one more small batch of updates goes in (timed), and the live rows of the four tables
+are compared: the same count, the same digest of (order_id, cdc_lsn) as the generator's own
+latest-per-key state, and the same hash of every column.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from bench.harness import Figure, median
+from bench.scale import EVENTS_PER_FILE, PARTITIONS, TOPIC, events_for, write_raw
+
+SIDES = ("A", "B", "C", "D")
+SIDE_NAMES = {
+    "A": "cdc-lake upsert (Hudi)",
+    "B": "Delta MERGE",
+    "C": "Iceberg MERGE",
+    "D": "Parquet floor",
+}
+ICEBERG_CATALOG = "peers_iceberg"
+EXTENSIONS = (
+    "org.apache.spark.sql.hudi.HoodieSparkSessionExtension",
+    "io.delta.sql.DeltaSparkSessionExtension",
+    "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions",
+)
+# The columns every side's table holds (the lake row without Hudi's and the delete flag).
+COMPARED = (
+    "order_id", "customer_id", "order_date", "required_date", "shipped_date", "order_items",
+    "products", "customer", "employee", "shipper", "shipment", "updated_at", "cdc_op", "cdc_lsn",
+    "cdc_source_ts_ms", "cdc_ordering", "order_year",
+)  # fmt: skip
+DIGEST_SHIFT = 10**7  # digest = sum(order_id * shift + cdc_lsn): the LSNs stay below it
+
+
+def extra_events(n_events: int) -> list[dict[str, Any]]:
+    """The small batch that follows the N events: updates of partition 1's orders, newer than
+    every change before them."""
+    from cdc_lake.raw.synthetic import event
+
+    n = min(EVENTS_PER_FILE, max(200, n_events // 100))
+    orders = [o for o in range(1, max(1, n_events // 5) + 1) if o % PARTITIONS == 1]
+    return [
+        event(orders[i % len(orders)], ts=1_700_000_000_000 + n_events + i,
+              lsn=n_events + i + 1, shipped_date=20_000 + i)
+        for i in range(n)
+    ]  # fmt: skip
+
+
+def expected_state(n_events: int) -> dict[int, int]:
+    """The generator's own answer: order_id -> LSN of its latest change, for live orders."""
+    last: dict[int, tuple[int, bool]] = {}
+    for _, ev in events_for(n_events):
+        last[ev["order_id"]] = (ev["__lsn"], ev["__deleted"] == "true")
+    for ev in extra_events(n_events):
+        last[ev["order_id"]] = (ev["__lsn"], ev["__deleted"] == "true")
+    return {o: lsn for o, (lsn, deleted) in last.items() if not deleted}
+
+
+def digest(state: dict[int, int]) -> int:
+    return sum(o * DIGEST_SHIFT + lsn for o, lsn in state.items())
+
+
+def batches_of(objects: list[Any], n_batches: int) -> list[list[Any]]:
+    size = -(-len(objects) // n_batches)
+    return [objects[i : i + size] for i in range(0, len(objects), size)]
+
+
+def worker(cfg: dict[str, Any]) -> dict[str, Any]:
+    """Runs in its own process: the four sides, alternated, on one size's raw files."""
+    from pyspark.sql import DataFrame
+    from pyspark.sql import functions as F
+
+    from cdc_lake.lake import transforms as T
+    from cdc_lake.lake.checkpoint import Checkpoint
+    from cdc_lake.lake.checkpoint import plan as read_plan
+    from cdc_lake.lake.hudi import HudiTableConfig
+    from cdc_lake.lake.ingest import RawSource, ingest_new_files, read_lines, read_table
+    from cdc_lake.lake.ordering import ORDERING_FIELD, RECORD_KEY, latest_per_key
+    from cdc_lake.stack import LocalStack, StackSettings
+    from cdc_lake.stack.spark import HUDI_CONF, build_spark_session
+
+    settings = StackSettings.from_env(
+        state_dir=Path(cfg["state_dir"]), port_base=cfg["port_base"], jars_dir=Path(cfg["jars"])
+    )
+    peer_jars = sorted(settings.classpath_dir("peers").glob("*.jar"))
+    if not peer_jars:
+        raise SystemExit(
+            f"peers: no Delta/Iceberg jars in {settings.classpath_dir('peers')}. "
+            "Fix: run `cdc-lake stack install`."
+        )
+    run_id = uuid.uuid4().hex[:8]
+    base = f"s3a://{settings.lake_bucket}/bench-peers/{run_id}"
+    spark = build_spark_session(
+        settings,
+        app_name="cdc-lake-bench-peers",
+        extra={
+            "spark.jars": ",".join(str(j) for j in [*settings.spark_jars(), *peer_jars]),
+            "spark.driver.memory": cfg["driver_memory"],
+            "spark.sql.shuffle.partitions": str(cfg["shuffle_partitions"]),
+            "spark.default.parallelism": str(cfg["shuffle_partitions"]),
+            "spark.sql.extensions": ",".join(EXTENSIONS),
+            "spark.sql.catalog.spark_catalog": HUDI_CONF["spark.sql.catalog.spark_catalog"],
+            f"spark.sql.catalog.{ICEBERG_CATALOG}": "org.apache.iceberg.spark.SparkCatalog",
+            f"spark.sql.catalog.{ICEBERG_CATALOG}.type": "hadoop",
+            f"spark.sql.catalog.{ICEBERG_CATALOG}.warehouse": f"{base}/iceberg",
+        },
+    )
+    spark.sparkContext.setCheckpointDir(str(settings.state_dir / f"peers-checkpoints-{run_id}"))
+    spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {ICEBERG_CATALOG}.bench")
+    client = LocalStack(settings, verbose=False).service("s3").client()  # type: ignore[attr-defined]
+    source = RawSource(settings.raw_bucket, cfg["prefix"], TOPIC)
+    everything = read_plan(client, source.bucket, source.layout, Checkpoint(TOPIC)).objects
+    extra_key = source.layout.key(PARTITIONS - 1, cfg["extra_offset"])
+    main = [o for o in everything if o.key != extra_key]
+    extra = [o for o in everything if o.key == extra_key]
+    assert len(extra) == 1, f"peers: the extra batch {extra_key} is missing"
+    batches = batches_of(main, cfg["batches"])
+
+    def batch_latest(objects: list[Any]) -> DataFrame:
+        """B's, C's and D's batch: the latest change per key, cut from its lineage."""
+        good, _ = T.split_valid(T.parse_raw_lines(read_lines(spark, source, objects)))
+        return latest_per_key(T.to_lake_rows(good)).localCheckpoint(eager=True)
+
+    on = f"t.{RECORD_KEY} = s.{RECORD_KEY}"
+    merge_rule = (
+        f"ON {on} "
+        f"WHEN MATCHED AND s.{ORDERING_FIELD} >= t.{ORDERING_FIELD} AND s.is_deleted THEN DELETE "
+        f"WHEN MATCHED AND s.{ORDERING_FIELD} >= t.{ORDERING_FIELD} THEN UPDATE SET * "
+        "WHEN NOT MATCHED AND NOT s.is_deleted THEN INSERT *"
+    )
+
+    class Side:
+        def __init__(self, name: str, tag: str) -> None:
+            self.name, self.tag = name, tag
+            self.version = 0
+
+        def target(self) -> str:
+            if self.name == "C":
+                return f"{ICEBERG_CATALOG}.bench.t_{self.tag}"
+            return f"{base}/{self.name.lower()}-{self.tag}"
+
+        def location(self) -> str:
+            if self.name == "C":
+                return f"{base}/iceberg/bench/t_{self.tag}"
+            return self.target()
+
+        def ingest(self, objects: list[Any]) -> None:
+            if self.name == "A":
+                table = HudiTableConfig(base_path=self.target())
+                ingest_new_files(spark, client, source, table, max_files=len(objects))
+                return
+            latest = batch_latest(objects)
+            if self.name == "D":
+                path = f"{self.target()}/v{self.version}"
+                if self.version:
+                    latest = latest_per_key(
+                        spark.read.parquet(f"{self.target()}/v{self.version - 1}")
+                        .unionByName(latest)
+                    )  # fmt: skip
+                latest.where(~F.col("is_deleted")).write.parquet(path)
+                self.version += 1
+                return
+            if self.version == 0:  # the table, empty, with the batch's schema
+                if self.name == "B":
+                    latest.limit(0).write.format("delta").partitionBy("order_year").save(
+                        self.target()
+                    )
+                else:
+                    latest.limit(0).writeTo(self.target()).using("iceberg").partitionedBy(
+                        F.col("order_year")
+                    ).tableProperty("format-version", "2").create()
+            self.version += 1
+            if self.name == "B":
+                # Path-based SQL on Delta needs DeltaCatalog as spark_catalog, which is Hudi's
+                # here: Delta's own MERGE builder (io.delta.tables), with the same rule.
+                jvm: Any = spark.sparkContext._jvm
+                table = jvm.io.delta.tables.DeltaTable.forPath(spark._jsparkSession, self.target())
+                newer = f"s.{ORDERING_FIELD} >= t.{ORDERING_FIELD}"
+                table.alias("t").merge(latest.alias("s")._jdf, on).whenMatched(
+                    f"{newer} AND s.is_deleted"
+                ).delete().whenMatched(newer).updateAll().whenNotMatched(
+                    "NOT s.is_deleted"
+                ).insertAll().execute()
+                return
+            latest.createOrReplaceTempView("peers_batch")
+            spark.sql(f"MERGE INTO {self.target()} t USING peers_batch s {merge_rule}")
+            spark.catalog.dropTempView("peers_batch")
+
+        def snapshot(self) -> DataFrame:
+            if self.name == "A":
+                df = read_table(spark, self.target())
+            elif self.name == "B":
+                df = spark.read.format("delta").load(self.target())
+            elif self.name == "C":
+                df = spark.table(self.target())
+            else:
+                df = spark.read.parquet(f"{self.target()}/v{self.version - 1}")
+            return df.select(*COMPARED)
+
+    def size_of(side: Side) -> tuple[int, int]:
+        prefix = side.location().split(f"{settings.lake_bucket}/", 1)[1] + "/"
+        if side.name == "D":
+            prefix += f"v{side.version - 1}/"
+        n, total = 0, 0
+        pages = client.get_paginator("list_objects_v2")
+        for page in pages.paginate(Bucket=settings.lake_bucket, Prefix=prefix):
+            for obj in page.get("Contents", []):
+                n, total = n + 1, total + obj["Size"]
+        return n, total
+
+    def fingerprint(df: DataFrame) -> dict[str, Any]:
+        dec = "decimal(38,0)"
+        row = df.agg(
+            F.count(F.lit(1)).alias("rows"),
+            F.sum(F.col(RECORD_KEY).cast(dec) * DIGEST_SHIFT + F.col("cdc_lsn")).alias("digest"),
+            F.sum(F.xxhash64(*COMPARED).cast(dec)).alias("hash"),
+        ).first()
+        assert row is not None
+        return {"rows": row["rows"], "digest": str(row["digest"]), "hash": str(row["hash"])}
+
+    out: dict[str, Any] = {s: {"t": [], "read": [], "extra": []} for s in SIDES}
+    out["batches"] = [len(b) for b in batches]
+
+    def run_side(side: Side, rep: int) -> None:
+        name = side.name
+        t0 = time.perf_counter()
+        for objects in batches:
+            side.ingest(objects)
+        out[name]["t"].append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        side.snapshot().write.format("noop").mode("overwrite").save()
+        out[name]["read"].append(time.perf_counter() - t0)
+        out[name]["files"], out[name]["bytes"] = size_of(side)
+        t0 = time.perf_counter()
+        side.ingest(extra)
+        out[name]["extra"].append(time.perf_counter() - t0)
+        out[name]["state"] = fingerprint(side.snapshot())
+        print(
+            f"  rep {rep + 1}: {name} {out[name]['t'][-1]:.1f}s "
+            f"(read {out[name]['read'][-1]:.1f}s, one more batch "
+            f"{out[name]['extra'][-1]:.1f}s)",
+            file=sys.stderr,
+            flush=True,
+        )
+
+    for name in SIDES if cfg["warm_up"] else ():  # JVM, each format's classes, S3 client
+        try:
+            Side(name, "warmup").ingest(main[:1])
+        except Exception as e:
+            out[name]["error"] = f"{type(e).__name__}: {str(e).splitlines()[0][:300]}"
+    for rep in range(cfg["reps"]):
+        for name in SIDES:
+            if "error" in out[name]:
+                continue
+            try:
+                run_side(Side(name, str(rep)), rep)
+            except Exception as e:  # one side failing still reports the others
+                out[name]["error"] = f"{type(e).__name__}: {str(e).splitlines()[0][:300]}"
+                print(f"  rep {rep + 1}: {name} failed: {out[name]['error']}", file=sys.stderr)
+    spark.stop()
+    return out
+
+
+def bench_peers(
+    stack: Any,
+    client: Any,
+    sizes: tuple[int, ...],
+    reps: int,
+    say: Callable[[str], None],
+    batches: int = 10,
+    driver_memory: str = "2g",
+    shuffle_partitions: int = 4,
+    warm_up: bool = True,
+) -> list[Figure]:
+    """``warm_up``: each side first ingests one file into a throwaway table (off for the smoke
+    size, where it would double the time)."""
+    from cdc_lake.raw.objects import RawLayout
+
+    s = stack.settings
+    figures: list[Figure] = []
+    knobs = f"driver {driver_memory}, {shuffle_partitions} shuffle partitions"
+    for n in sizes:
+        prefix = f"bench-peers/{n}-{uuid.uuid4().hex[:6]}/"
+        say(f"peers: writing {n:,} events under s3://{s.raw_bucket}/{prefix}")
+        files, offsets = write_raw(client, s.raw_bucket, prefix, n, say)
+        extra = extra_events(n)
+        key = RawLayout(prefix, TOPIC).key(PARTITIONS - 1, offsets[PARTITIONS - 1])
+        body = "".join(json.dumps(ev) + "\n" for ev in extra).encode()
+        client.put_object(Bucket=s.raw_bucket, Key=key, Body=body)
+        expected = expected_state(n)
+        cfg = {
+            "state_dir": str(s.state_dir),
+            "port_base": s.port_base,
+            "jars": str(s.jars_dir),
+            "prefix": prefix,
+            "extra_offset": offsets[PARTITIONS - 1],
+            "reps": reps,
+            "batches": batches,
+            "driver_memory": driver_memory,
+            "shuffle_partitions": shuffle_partitions,
+            "warm_up": warm_up,
+        }
+        say(f"peers: {n:,} events in {files} files, {reps} reps of A B C D ({batches} batches)")
+        proc = subprocess.run(
+            [sys.executable, "-m", "bench.peers", "worker", json.dumps(cfg)],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        if proc.returncode != 0:
+            figures.append(
+                Figure("peers", f"{n:,} events", float("nan"), "",
+                       note=f"worker failed (exit {proc.returncode}); see its stderr")
+            )  # fmt: skip
+            continue
+        res = json.loads(proc.stdout.strip().splitlines()[-1])
+        nan = float("nan")
+        ok = {x: "error" not in res[x] for x in SIDES}
+        t = {x: median(res[x]["t"]) if ok[x] else nan for x in SIDES}
+        states = {x: res[x]["state"] for x in SIDES if ok[x]}
+        want = {"rows": len(expected), "digest": str(digest(expected))}
+        same = all(st == states.get("A") for st in states.values())
+        right = all({k: st[k] for k in want} == want for st in states.values())
+        note = (
+            "A = B = C = D = the generator's latest per key"
+            if same and right and all(ok.values())
+            else f"DIFFER or failed: expected {want}, got {states}"
+        )
+        label = f"{n:,} events"
+        nb = len(res["batches"])
+        figures.append(
+            Figure("peers", f"{SIDE_NAMES['A']}, {label} ({files} files, {nb} batches)", t["A"],
+                   "s", "", knobs if ok["A"] else res["A"]["error"])
+        )  # fmt: skip
+        figures += [
+            Figure("peers", f"{SIDE_NAMES[x]}, {label}", t[x], "s", "",
+                   "" if ok[x] else res[x]["error"])
+            for x in "BCD"
+        ]  # fmt: skip
+        goal_bc = "<= 0.8 x min(B, C) at 1M"
+        figures += [
+            Figure("peers", f"ratio A/B, {label}", t["A"] / t["B"], "x", goal_bc),
+            Figure("peers", f"ratio A/C, {label}", t["A"] / t["C"], "x", goal_bc),
+            Figure("peers", f"ratio A/D, {label}", t["A"] / t["D"], "x", "<= 1.5"),
+        ]
+        for x in (x for x in SIDES if ok[x]):
+            r = res[x]
+            figures += [
+                Figure("peers", f"table size, {SIDE_NAMES[x]}, {label}", r["bytes"] / 2**20,
+                       "MiB", "", f"{r['files']} files"),
+                Figure("peers", f"read final snapshot, {SIDE_NAMES[x]}, {label}",
+                       median(r["read"]), "s"),
+                Figure("peers", f"one more batch ({len(extra)} events), {SIDE_NAMES[x]}, "
+                       f"{label}", median(r["extra"]), "s"),
+            ]  # fmt: skip
+        rows = states["A"]["rows"] if "A" in states else nan
+        figures.append(Figure("peers", f"live rows, {label}", rows, "", "", note))
+    return figures
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 3 and sys.argv[1] == "worker":
+        print(json.dumps(worker(json.loads(sys.argv[2]))))
+    else:
+        sys.exit("usage: python -m bench.peers worker <json config> (run by python -m bench)")
