@@ -1,0 +1,239 @@
+"""The Dagster UI in a real browser (Playwright driving Debian's Chromium) on the session stack:
+
+1. the lineage shows the five assets and the four edges the definitions declare, each edge from
+   its upstream node to its downstream node;
+2. materialising the Hudi table and the order items from the UI ("Materialize all" on the
+   ``lake_refresh`` job's page, whose graph is those two assets) runs and succeeds;
+3. after a workload, turning ``raw_cdc_files_sensor`` on in the UI makes exactly one
+   ``lake_refresh`` run, which succeeds, and the next tick requests nothing more;
+4. the order items page has the chart as its first metadata entry, and it renders as an image.
+   Dagster 1.13 shows Markdown metadata behind "[Show Markdown]" in the table, so the image
+   shows after that click, not on the page itself (issue 12 asks for it on the page).
+
+Asset names come from the definitions' keys, never written here. The tests run in this order
+(2 gives the order items their chart; 3 starts from the lake 2 left). About 4-6 minutes on an
+idle machine, most of it the two Spark runs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import time
+
+import dagster as dg
+import psycopg2
+
+from cdc_lake.definitions import defs as load_defs
+from cdc_lake.defs.lake.assets import HUDI_KEY
+from cdc_lake.defs.lake.sensors import lake_refresh_job, raw_cdc_files_sensor
+from cdc_lake.defs.marts.assets import ORDER_ITEMS_KEY
+from cdc_lake.instance import LOCATION, materializations, sensor_runs
+from cdc_lake.source.workload import Workload
+from cdc_lake.stack import LocalStack
+from cdc_lake_tests.browser.conftest import Ui
+
+RUN_TIMEOUT_S = 900
+
+
+def _graph() -> dict[dg.AssetKey, set[dg.AssetKey]]:
+    """Every asset of the definitions with its upstream keys."""
+    definitions = load_defs() if callable(load_defs) else load_defs
+    graph = definitions.resolve_asset_graph()
+    return {key: set(graph.get(key).parent_keys) for key in graph.get_all_asset_keys()}
+
+
+def _asset_url(ui: Ui, key: dg.AssetKey, view: str) -> str:
+    return f"{ui.url}/assets/{'/'.join(key.path)}?view={view}"
+
+
+def _open(ui: Ui, page, url: str) -> None:
+    page.goto(url, wait_until="domcontentloaded")
+
+
+def _label_matches(label: str, name: str) -> bool:
+    """A node shows the key's last part, shortened with an ellipsis in the middle when long."""
+    if "…" not in label:
+        return label == name
+    head, tail = label.split("…", 1)
+    return name.startswith(head) and name.endswith(tail) and len(name) > len(label) - 1
+
+
+NODES_AND_EDGES_JS = """() => {
+  const svg = document.querySelector('svg[class*="AssetNodeLineageGraph"]');
+  if (!svg) return null;
+  const nodes = [...svg.querySelectorAll('foreignObject')].flatMap(fo => {
+    const name = fo.querySelector('[class*="AssetNode_assetName"]');
+    return name ? [{label: name.textContent.trim(),
+      x: +fo.getAttribute('x'), y: +fo.getAttribute('y'),
+      w: +fo.getAttribute('width'), h: +fo.getAttribute('height')}] : [];
+  });
+  const edges = [...svg.querySelectorAll('path[marker-end]')].map(p => p.getAttribute('d'));
+  return {nodes, edges};
+}"""
+
+
+def _wait_for_run(ui: Ui, run_id: str) -> dg.DagsterRun:
+    deadline = time.monotonic() + RUN_TIMEOUT_S
+    while time.monotonic() < deadline:
+        run = ui.instance.get_run_by_id(run_id)
+        if run is not None and run.is_finished:
+            return run
+        time.sleep(2)
+    raise AssertionError(f"run {run_id} did not finish in {RUN_TIMEOUT_S}s")
+
+
+def test_lineage_shows_the_five_assets_and_four_edges(ui: Ui, page):
+    graph = _graph()
+    names = {key: key.path[-1] for key in graph}
+    expected_edges = {(up, key) for key, ups in graph.items() for up in ups}
+    assert len(graph) == 5 and len(expected_edges) == 4  # what the UI must show
+    (sink,) = [k for k in graph if not any(k in ups for ups in graph.values())]
+    with ui.step(page, "lineage"):
+        _open(ui, page, _asset_url(ui, sink, "lineage") + "&lineageScope=upstream&lineageDepth=9")
+        page.wait_for_function(
+            f"() => {{ const r = ({NODES_AND_EDGES_JS})(); "
+            f"return r && r.nodes.length >= {len(graph)} && r.edges.length >= 1; }}",
+            timeout=240_000,
+        )
+        page.wait_for_timeout(1000)  # let the layout settle before reading positions
+        found = page.evaluate(NODES_AND_EDGES_JS)
+    nodes, edges = found["nodes"], found["edges"]
+    assert sorted(n["label"] for n in nodes) == sorted(
+        next(n["label"] for n in nodes if _label_matches(n["label"], name))
+        for name in names.values()
+    ), (nodes, names)
+    assert len(edges) == len(expected_edges), edges
+
+    def node_at(point: tuple[float, float], side: str) -> dict:
+        x, y = point
+
+        # An edge leaves its upstream node's right side and ends at the downstream's left.
+        def gap(n):
+            edge_x = n["x"] + n["w"] if side == "right" else n["x"]
+            inside = n["y"] <= y <= n["y"] + n["h"]
+            return abs(edge_x - x) if inside else float("inf")
+
+        best = min(nodes, key=gap)
+        assert gap(best) < 40, (x, y, side, nodes)
+        return best
+
+    drawn = set()
+    for d in edges:
+        points = [(float(x), float(y)) for x, y in re.findall(r"(-?[\d.]+),(-?[\d.]+)", d)]
+        start, end = node_at(points[0], "right"), node_at(points[-1], "left")
+        drawn.add((start["label"], end["label"]))
+    for up, down in expected_edges:
+        assert any(
+            _label_matches(a, names[up]) and _label_matches(b, names[down]) for a, b in drawn
+        ), (up, down, drawn)
+
+
+def test_materialize_hudi_and_order_items_from_the_ui(ui: Ui, page):
+    before = {r.dagster_run.run_id for r in ui.instance.get_run_records()}
+    with ui.step(page, "materialize-lake-refresh"):
+        # The job's page shows exactly its assets, the Hudi table and the order items.
+        _open(ui, page, f"{ui.url}/locations/{LOCATION}/jobs/{lake_refresh_job.name}")
+        page.locator("button", has_text="Materialize all").first.click()
+        # This fresh instance never materialized the raw asset: the UI asks to confirm.
+        confirm = page.get_by_role("button", name="Confirm")
+        with contextlib.suppress(Exception):
+            confirm.wait_for(timeout=20_000)
+        if confirm.is_visible():
+            confirm.click()
+    deadline = time.monotonic() + 120
+    new = []
+    while not new and time.monotonic() < deadline:
+        new = [
+            r.dagster_run
+            for r in ui.instance.get_run_records()
+            if r.dagster_run.run_id not in before
+        ]
+        time.sleep(1)
+    assert len(new) == 1, new
+    run = _wait_for_run(ui, new[0].run_id)
+    with ui.step(page, "materialize-run"):
+        _open(ui, page, f"{ui.url}/runs/{run.run_id}")
+        page.get_by_text("Success", exact=False).first.wait_for()
+    assert run.status == dg.DagsterRunStatus.SUCCESS, run.run_id
+    done = set(materializations(ui.instance, run.run_id))
+    assert done == {HUDI_KEY, ORDER_ITEMS_KEY}
+
+
+def test_sensor_turned_on_after_a_workload_runs_one_refresh(
+    ui: Ui, page, local_stack: LocalStack, resources
+):
+    from cdc_lake.streaming.topics import wait_for_consumer
+
+    conn = psycopg2.connect(local_stack.settings.pg_dsn())
+    try:
+        assert Workload(conn, seed=77).run(10, rate_per_s=0)
+    finally:
+        conn.close()
+    cdc = resources["cdc"]
+    time.sleep(3)  # Debezium publishes, then the sink flushes what the topic holds
+    wait_for_consumer(resources["kafka"].client_conf(), cdc.sink_consumer_group, cdc.topic, 120)
+    name = raw_cdc_files_sensor.name
+    since = time.time()
+    with ui.step(page, "sensor-on"):
+        _open(ui, page, f"{ui.url}/locations/{LOCATION}/sensors/{name}")
+        toggle = page.locator("input[type=checkbox]").first  # the "Running" switch
+        toggle.wait_for(state="attached")
+        assert not toggle.is_checked()
+        toggle.locator("xpath=..").click()  # the input itself is hidden behind the switch
+        page.wait_for_function(
+            "() => document.querySelector('input[type=checkbox]').checked", timeout=30_000
+        )
+    try:
+        deadline = time.monotonic() + RUN_TIMEOUT_S
+        runs: list[dg.DagsterRun] = []
+        while time.monotonic() < deadline:
+            runs = sensor_runs(ui.instance, name, since)
+            if runs and all(r.is_finished for r in runs):
+                break
+            time.sleep(2)
+        assert len(runs) == 1, runs
+        run = runs[0]
+        assert run.job_name == lake_refresh_job.name
+        assert run.status == dg.DagsterRunStatus.SUCCESS, run.run_id
+        # The next tick after the run sees the lake holding everything: no second run.
+        finished = time.time()
+        ticks = _wait_for_tick_after(ui, name, finished)
+        assert ticks[0].status.value == "SKIPPED", ticks[0]
+        assert len(sensor_runs(ui.instance, name, since)) == 1
+        with ui.step(page, "sensor-ticks"):
+            page.reload(wait_until="domcontentloaded")
+            page.get_by_text("1 run requested").first.wait_for()
+    finally:
+        with ui.step(page, "sensor-off"):
+            toggle = page.locator("input[type=checkbox]").first
+            if toggle.is_checked():
+                toggle.locator("xpath=..").click()
+
+
+def _wait_for_tick_after(ui: Ui, sensor: str, after: float) -> list:
+    (state,) = [s for s in ui.instance.all_instigator_state() if s.instigator_name == sensor]
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        ticks = ui.instance.get_ticks(state.instigator_origin_id, state.selector_id, limit=5)
+        later = [t for t in ticks if t.timestamp > after and t.status.value != "STARTED"]
+        if later:
+            return later
+        time.sleep(2)
+    raise AssertionError(f"no tick of {sensor} after the run within 120s")
+
+
+def test_chart_renders_on_the_order_items_page(ui: Ui, page):
+    with ui.step(page, "order-items-page"):
+        _open(ui, page, _asset_url(ui, ORDER_ITEMS_KEY, "overview"))
+        first_key = page.locator("table tbody tr td").first
+        first_key.wait_for()
+        assert first_key.inner_text().strip() == "chart"
+    with ui.step(page, "order-items-chart"):
+        page.locator("table tbody tr").first.get_by_text("[Show Markdown]").click()
+        chart = page.locator("img[src^='data:image/png']").first
+        chart.wait_for(state="visible")
+        chart.scroll_into_view_if_needed()
+        box = chart.bounding_box()
+    assert box is not None and box["width"] > 100 and box["height"] > 100, box
+    assert chart.evaluate("img => img.complete && img.naturalWidth > 0")
