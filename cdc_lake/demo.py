@@ -98,7 +98,8 @@ def run_demo(settings: StackSettings, changes: int = 25) -> int:
     )
     if run.status != dg.DagsterRunStatus.SUCCESS:
         print(
-            f"[demo] the lake refresh failed: open the UI ({dg_dev_command(home)})", file=sys.stderr
+            f"[demo] the lake refresh failed: open the UI ({ui_command_line(settings, home)})",
+            file=sys.stderr,
         )
         return 1
     _print_checks(check_evaluations(instance, run.run_id))
@@ -124,18 +125,24 @@ def run_demo(settings: StackSettings, changes: int = 25) -> int:
     print(f"  took {time.monotonic() - t0:.0f}s")
     print()
     print("Open the Dagster UI on the same instance:")
-    print(f"  {dg_dev_command(home)}")
+    print(f"  {ui_command_line(settings, home)}")
     print("  then http://127.0.0.1:3000 (turn raw_cdc_files_sensor on under Automation)")
     print("Make more changes: .venv/bin/cdc-lake workload --changes 20")
+    print("Catch up by hand:  .venv/bin/cdc-lake refresh")
     print("Stop the stack:    .venv/bin/cdc-lake stack down")
     return 0
 
 
-def dg_dev_command(home: Path) -> str:
-    """``dg dev`` on the demo's instance. In the checkout (a dg project: ``[tool.dg]`` in
-    ``pyproject.toml``) dg builds the workspace itself; ``DAGSTER_HOME`` picks the instance."""
+def ui_command_line(settings: StackSettings, home: Path) -> str:
+    """How to open the UI on the demo's instance. For the checkout's own stack, ``dg dev``:
+    the checkout is a dg project (``[tool.dg]``), ``DAGSTER_HOME`` picks the instance and the
+    ``.env`` that ``stack up`` writes holds the secrets. A stack elsewhere has no ``.env``:
+    ``cdc-lake ui`` starts ``dg dev`` with the stack's settings in its environment."""
     root = project_root()
     cd = "" if Path.cwd().resolve() == root else f"cd {shlex.quote(str(root))} && "
+    if settings.state_dir.resolve() != (root / ".cdc-lake").resolve():
+        state = shlex.quote(str(settings.state_dir))
+        return f"{cd}.venv/bin/cdc-lake --state-dir {state} ui"
     return f"{cd}DAGSTER_HOME={shlex.quote(str(home))} .venv/bin/dg dev"
 
 
