@@ -12,12 +12,18 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from cdc_lake.stack import LocalStack, StackError, StackSettings
 from cdc_lake.stack.install import install
-from cdc_lake.streaming.msk_connect import add_msk_cli
+
+if TYPE_CHECKING:
+    from cdc_lake.streaming.msk.plugins import MskPluginDirs
 
 
 def _settings(args: argparse.Namespace) -> StackSettings:
@@ -163,6 +169,114 @@ def cmd_refresh(args: argparse.Namespace) -> int:
     from cdc_lake.refresh import run_refresh
 
     return run_refresh(_settings(args), timeout_s=args.timeout)
+
+
+def _msk_plugin_dirs(args: argparse.Namespace, config_provider: str) -> MskPluginDirs:
+    """The jars to deploy: --debezium-dir and --s3-sink-dir, else the plugins that
+    `cdc-lake stack install` put in the local stack's jars dir (known here, not in the MSK
+    package)."""
+    from cdc_lake.streaming.msk.plugins import MskPluginDirs
+
+    stack = _settings(args)
+    debezium = args.debezium_dir or stack.classpath_dir("plugins/debezium")
+    s3_sink = args.s3_sink_dir or stack.classpath_dir("plugins/s3sink")
+    return MskPluginDirs(Path(debezium), Path(s3_sink), Path(config_provider))
+
+
+def cmd_msk_deploy(
+    args: argparse.Namespace,
+    environ: Mapping[str, str] | None = None,
+    client_factory: Callable[..., Any] | None = None,
+) -> int:
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    from cdc_lake.streaming.msk.api import MskConnectError
+    from cdc_lake.streaming.msk.deploy import deploy_to_msk_connect, render_msk_configs
+    from cdc_lake.streaming.msk.plugins import plugin_archives
+    from cdc_lake.streaming.msk.settings import (
+        SOURCE_ENV_REQUIRED,
+        MskConnectSettings,
+        connector_settings_from_env,
+        missing_env_error,
+        missing_msk_env,
+    )
+
+    env = os.environ if environ is None else environ
+    try:
+        # Both halves' missing variables in one message, not one half after the other.
+        missing = missing_msk_env(env) + [
+            n for n in SOURCE_ENV_REQUIRED if not env.get(n, "").strip()
+        ]
+        if missing:
+            raise missing_env_error(missing)
+        msk = MskConnectSettings.from_env(env)
+        connectors = connector_settings_from_env(env, msk)
+        provider_dir = args.config_provider_dir or env.get("CDC_LAKE_MSK_CONFIG_PROVIDER_DIR")
+        if not provider_dir:
+            raise ValueError(
+                "no config-provider folder: pass --config-provider-dir or set "
+                "CDC_LAKE_MSK_CONFIG_PROVIDER_DIR to the unpacked msk-config-providers release"
+            )
+        dirs = _msk_plugin_dirs(args, provider_dir)
+        if args.dry_run:
+            configs = render_msk_configs(msk, connectors)
+            archives = plugin_archives(msk, dirs)
+            plan = {
+                "connectors": configs,
+                "plugins": {
+                    role: f"s3://{msk.plugin_bucket}/{a.key(msk.plugin_prefix)}"
+                    for role, a in archives.items()
+                },
+                "worker_properties": msk.worker_properties(),
+            }
+            print(json.dumps(plan, indent=2))
+            return 0
+        if client_factory is None:
+            import boto3
+
+            client_factory = boto3.client
+        result = deploy_to_msk_connect(
+            client_factory("kafkaconnect", region_name=msk.region),
+            client_factory("s3", region_name=msk.region),
+            msk,
+            connectors,
+            dirs,
+            timeout_s=args.timeout,
+            poll_s=args.poll,
+            log=lambda message: print(f"[msk] {message}", file=sys.stderr),
+        )
+    except (ValueError, MskConnectError, ClientError, BotoCoreError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(json.dumps(result, indent=2, default=str))
+    return 0
+
+
+def add_msk_cli(subparsers: Any) -> None:
+    """Register ``cdc-lake msk deploy`` on the CLI's subparsers."""
+    msk = subparsers.add_parser("msk", help="deploy the connectors to Amazon MSK Connect")
+    actions = msk.add_subparsers(dest="msk_action", required=True)
+    deploy = actions.add_parser(
+        "deploy",
+        help="create or update the plugins, worker configuration and both connectors",
+        description="Settings come from CDC_LAKE_AWS_REGION, CDC_LAKE_MSK_* and the source's "
+        "CDC_LAKE_PG_HOST, CDC_LAKE_PG_DATABASE, CDC_LAKE_RAW_BUCKET (see "
+        "cdc_lake/streaming/msk/settings.py).",
+    )
+    deploy.add_argument(
+        "--config-provider-dir",
+        help="unpacked msk-config-providers release (default: CDC_LAKE_MSK_CONFIG_PROVIDER_DIR)",
+    )
+    deploy.add_argument("--debezium-dir", help="Debezium jars (default: the stack's plugin)")
+    deploy.add_argument("--s3-sink-dir", help="S3 sink jars (default: the stack's plugin)")
+    deploy.add_argument("--timeout", type=float, default=1800.0, help="seconds per wait")
+    deploy.add_argument("--poll", type=float, default=15.0, help="seconds between polls")
+    deploy.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the configs, plugin keys and worker properties; call no AWS API",
+    )
+    deploy.set_defaults(func=cmd_msk_deploy)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -36,12 +36,9 @@ from cdc_lake.streaming.connect_config import (
     CdcConnectorSettings,
     topic_name,
 )
-from cdc_lake.streaming.msk_connect import (
-    MskConnectClient,
-    MskConnectSettings,
-    missing_msk_env,
-    secrets_manager_ref,
-)
+from cdc_lake.streaming.msk.client import MskConnectClient
+from cdc_lake.streaming.msk.secrets import secrets_manager_ref
+from cdc_lake.streaming.msk.settings import MskConnectSettings, missing_msk_env
 
 
 class PostgresResource(dg.ConfigurableResource):

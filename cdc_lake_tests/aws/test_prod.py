@@ -14,7 +14,9 @@ from cdc_lake.aws.glue import register_parquet_table
 from cdc_lake.lake.hudi import HudiTableConfig
 from cdc_lake.resources import LakeResource, ProdSettingsError, build_resources, prod_resources
 from cdc_lake.spark_jobs import EmrServerlessSparkJobs, EmrStepSparkJobs
-from cdc_lake.streaming.msk_connect import MskConnectClient, MskConnectError, MskConnectSettings
+from cdc_lake.streaming.msk.api import MskConnectError
+from cdc_lake.streaming.msk.client import MskConnectClient
+from cdc_lake.streaming.msk.settings import MskConnectSettings
 from cdc_lake_tests.aws.conftest import REGION
 
 PROD_ENV = {
