@@ -42,6 +42,12 @@ def default_home(settings: StackSettings) -> Path:
     return settings.state_dir / "dagster_home"
 
 
+def configured_home(settings: StackSettings) -> Path:
+    """The instance the CLI's runs go to: ``DAGSTER_HOME`` if set, else the stack's own;
+    prepared (``prepare_home``)."""
+    return prepare_home(Path(os.environ.get("DAGSTER_HOME") or default_home(settings)))
+
+
 def prepare_home(home: Path, grpc_port: int | None = None) -> Path:
     """The instance directory with its ``dagster.yaml`` and ``workspace.yaml``; idempotent.
     With ``grpc_port``, the workspace uses the code server there (``code_server``) instead of

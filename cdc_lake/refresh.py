@@ -26,7 +26,6 @@ import os
 import re
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
 from cdc_lake.stack.settings import StackSettings
@@ -103,16 +102,15 @@ def run_refresh(settings: StackSettings, timeout_s: float = 300.0) -> int:
     from cdc_lake.defs.marts.assets import ORDER_ITEMS_KEY
     from cdc_lake.instance import (
         check_evaluations,
+        configured_home,
         dagster_env,
-        default_home,
         materializations,
-        prepare_home,
     )
     from cdc_lake.resources import local_resources
     from cdc_lake.streaming.topics import wait_for_consumer
 
     t0 = time.monotonic()
-    home = prepare_home(Path(os.environ.get("DAGSTER_HOME") or default_home(settings)))
+    home = configured_home(settings)
     # The definitions' resources read the stack's settings and secrets from the environment.
     os.environ.update(dagster_env(settings, home))
     resources = local_resources(settings)

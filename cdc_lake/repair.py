@@ -22,17 +22,6 @@ from cdc_lake.stack.settings import StackSettings
 HUDI_OP = "hudi__datalake__cdc_events"  # the op name Dagster gives the Hudi asset
 
 
-def dagster_home(settings: StackSettings) -> str:
-    """``DAGSTER_HOME`` if set, else the stack's own instance directory."""
-    home = os.environ.get("DAGSTER_HOME") or str(settings.state_dir / "dagster_home")
-    os.makedirs(home, exist_ok=True)
-    config = os.path.join(home, "dagster.yaml")
-    if not os.path.exists(config):
-        with open(config, "w") as f:
-            f.write("telemetry:\n  enabled: false\n")
-    return home
-
-
 def replay(
     settings: StackSettings,
     from_offset: int,
@@ -45,13 +34,14 @@ def replay(
     from cdc_lake.defs.lake.assets import HUDI_KEY, cdc_events_hudi
     from cdc_lake.defs.lake.checks import matches_source, no_quarantined_lines
     from cdc_lake.defs.marts.assets import order_items
+    from cdc_lake.instance import configured_home
     from cdc_lake.resources import build_resources, local_resources, local_secret_env
 
     local = os.environ.get("CDC_LAKE_ENV", "local") == "local"
     if local:
         # In this process only: the resources' EnvVars, never on a command line.
         os.environ.update(local_secret_env(settings))
-    os.environ["DAGSTER_HOME"] = dagster_home(settings)
+    os.environ["DAGSTER_HOME"] = str(configured_home(settings))
     if resources is None:
         resources = local_resources(settings) if local else build_resources()
     say(f"[replay] re-ingesting the raw files from offset {from_offset}")

@@ -59,3 +59,59 @@ def test_refresh_catches_up_through_lake_refresh(
     assert {e.check_name: e.passed for e in check_evaluations(instance, again.run_id)}[
         "matches_source"
     ]
+
+
+def test_refresh_exits_1_naming_the_failed_check(
+    local_stack: LocalStack, ingested, resources, tmp_path, monkeypatch, capsys
+):
+    """An outbox change that never reaches the topic (made while the outbox is out of the
+    publication) leaves the lake behind with nothing pending: ``matches_source`` fails with
+    ERROR, and the refresh exits 1 naming the check. The order's next published change brings
+    the lake back, and the refresh then exits 0."""
+    settings = local_stack.settings
+    home = tmp_path / "dagster_home"
+    for name in dagster_env(settings, home):
+        monkeypatch.setenv(name, os.environ.get(name, ""))
+    monkeypatch.setenv("DAGSTER_HOME", str(home))
+    publication = resources["cdc"].publication
+    conn = psycopg2.connect(settings.pg_dsn())
+    try:
+        with conn.cursor() as cur:
+            cur.execute("SELECT min(order_id) FROM datalake.cdc_events")
+            row = cur.fetchone()
+            assert row and row[0] is not None
+            order_id = row[0]
+            cur.execute(f"ALTER PUBLICATION {publication} DROP TABLE datalake.cdc_events")
+            cur.execute(
+                "UPDATE datalake.cdc_events SET updated_at = updated_at + interval '1 second'"
+                " WHERE order_id = %s",
+                (order_id,),
+            )
+            cur.execute(f"ALTER PUBLICATION {publication} ADD TABLE datalake.cdc_events")
+        conn.commit()
+    finally:
+        conn.close()
+
+    assert run_refresh(settings, timeout_s=240) == 1
+    captured = capsys.readouterr()
+    assert "checks failed: " in captured.err, captured
+    assert "hudi/datalake/cdc_events:matches_source" in captured.err, captured
+    assert "matches_source FAILED (ERROR)" in captured.out, captured.out
+
+    # The order's next change is published: the refresh ingests it and the lake matches again.
+    conn = psycopg2.connect(settings.pg_dsn())
+    try:
+        with conn.cursor() as cur:
+            cur.execute(
+                "UPDATE datalake.orders SET freight = freight + 1 WHERE order_id = %s", (order_id,)
+            )
+        conn.commit()
+    finally:
+        conn.close()
+    assert run_refresh(settings, timeout_s=240) == 0
+    instance = dg.DagsterInstance.from_config(str(home))
+    last = [r.dagster_run for r in instance.get_run_records()][0]
+    assert {e.check_name: e.passed for e in check_evaluations(instance, last.run_id)}[
+        "matches_source"
+    ]
+    assert materializations(instance, last.run_id)[HUDI_KEY].metadata["events_upserted"].value >= 1

@@ -25,6 +25,8 @@ import urllib.request
 from collections.abc import Callable
 from typing import Any
 
+from cdc_lake.streaming.connector_health import failed_components, failure_trace
+
 
 class ConnectError(RuntimeError):
     pass
@@ -210,27 +212,3 @@ class ConnectClient:
             time.sleep(poll_s)
         states = json.dumps(last) if last else "not found"
         raise ConnectError(f"connector {name!r} not RUNNING after {timeout_s:.0f}s: {states}")
-
-
-def failed_components(status: dict[str, Any] | None) -> list[str]:
-    """'connector: <first trace line>' and 'task N: <...>' for each FAILED part."""
-    if not status:
-        return []
-    parts = [("connector", status.get("connector", {}))]
-    parts += [(f"task {t.get('id')}", t) for t in status.get("tasks", [])]
-    return [
-        f"{what}: {(part.get('trace') or '(no trace)').splitlines()[0][:300]}"
-        for what, part in parts
-        if part.get("state") == "FAILED"
-    ]
-
-
-def failure_trace(status: dict[str, Any]) -> str | None:
-    """The first FAILED component's trace, or None."""
-    conn = status.get("connector", {})
-    if conn.get("state") == "FAILED":
-        return f"connector on {conn.get('worker_id')}: {conn.get('trace', '(no trace)')}"
-    for task in status.get("tasks", []):
-        if task.get("state") == "FAILED":
-            return f"task {task.get('id')} on {task.get('worker_id')}: {task.get('trace')}"
-    return None

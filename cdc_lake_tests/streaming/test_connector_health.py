@@ -4,7 +4,11 @@ error."""
 
 from __future__ import annotations
 
-from cdc_lake.streaming.connector_health import connector_health
+from cdc_lake.streaming.connector_health import (
+    connector_health,
+    failed_components,
+    failure_trace,
+)
 
 
 def _status(connector: str, *tasks: str, trace: str | None = None) -> dict:
@@ -52,3 +56,16 @@ def test_msk_connect_status_has_no_tasks():
     assert connector_health("src", {"connector": {"state": "RUNNING"}, "tasks": []}).passed
     updating = connector_health("src", {"connector": {"state": "UPDATING"}, "tasks": []})
     assert updating.severity == "WARN"
+
+
+def test_failed_components_and_trace_name_each_failed_part():
+    trace = "org.apache.kafka.connect.errors.ConnectException: bucket gone\n\tat x.y(Z.java:1)"
+    status = _status("RUNNING", "FAILED", "RUNNING", trace=trace)
+    assert failed_components(status) == [
+        "task 0: org.apache.kafka.connect.errors.ConnectException: bucket gone"
+    ]
+    assert failed_components(_status("RUNNING", "RUNNING")) == []
+    assert failed_components(None) == []
+    where = failure_trace(status)
+    assert where is not None and where.startswith("task 0 on ") and "\tat x.y" in where
+    assert failure_trace(_status("RUNNING", "RUNNING")) is None

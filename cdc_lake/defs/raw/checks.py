@@ -16,9 +16,9 @@
 import dagster as dg
 from dagster_aws.s3 import S3Resource
 
+from cdc_lake.defs.check_results import at_most, connector_check
 from cdc_lake.defs.lake.assets import lake_checkpoint
 from cdc_lake.defs.raw.assets import RAW_KEY
-from cdc_lake.defs.streaming.checks import connector_check
 from cdc_lake.lake.checkpoint import pending
 from cdc_lake.raw.objects import RawLayout
 from cdc_lake.resources import CdcPipelineResource, ConnectResource, KafkaResource
@@ -38,15 +38,11 @@ def sink_consumer_lag(kafka: KafkaResource, cdc: CdcPipelineResource) -> dg.Asse
         "lag_per_partition": dg.MetadataValue.json({str(p): n for p, n in lag.items()}),
         "threshold_records": threshold,
     }
-    if total <= threshold:
-        return dg.AssetCheckResult(passed=True, metadata=meta)
-    return dg.AssetCheckResult(
-        passed=False,
-        severity=dg.AssetCheckSeverity.WARN,
-        metadata=meta,
-        description=(
-            f"the S3 sink has {total:,} records of {cdc.topic!r} to commit, over {threshold:,}"
-        ),
+    return at_most(
+        total,
+        threshold,
+        meta,
+        f"the S3 sink has {total:,} records of {cdc.topic!r} to commit, over {threshold:,}",
     )
 
 
@@ -79,14 +75,10 @@ def pending_raw_objects(
     }
     if plan.objects:
         meta["oldest_pending"] = dg.MetadataValue.text(min(plan.objects).key)
-    if count <= threshold:
-        return dg.AssetCheckResult(passed=True, metadata=meta)
-    return dg.AssetCheckResult(
-        passed=False,
-        severity=dg.AssetCheckSeverity.WARN,
-        metadata=meta,
-        description=(
-            f"{count:,} raw objects wait for the lake refresh, over {threshold:,}: turn on "
-            "raw_cdc_files_sensor or run `cdc-lake refresh`"
-        ),
+    return at_most(
+        count,
+        threshold,
+        meta,
+        f"{count:,} raw objects wait for the lake refresh, over {threshold:,}: turn on "
+        "raw_cdc_files_sensor or run `cdc-lake refresh`",
     )

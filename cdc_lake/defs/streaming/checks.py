@@ -6,18 +6,16 @@
   and the server's disk is filling. A missing or invalidated slot is an ERROR: the changes it
   would have kept are gone for the connector.
 - ``source_connector_running``: the Debezium connector and every task of it are RUNNING
-  (``cdc_lake/streaming/connector_health.py``: FAILED is an ERROR quoting its trace, PAUSED or
+  (``cdc_lake/defs/check_results.py``: FAILED is an ERROR quoting its trace, PAUSED or
   UNASSIGNED a WARN). Materialising the topic asset restarts a failed task.
 """
 
-from typing import Any
-
 import dagster as dg
 
+from cdc_lake.defs.check_results import at_most, connector_check
 from cdc_lake.defs.streaming.assets import TOPIC_KEY
 from cdc_lake.resources import CdcPipelineResource, ConnectResource, PostgresResource
 from cdc_lake.source.preflight import slot_lag
-from cdc_lake.streaming.connector_health import connector_health
 
 
 @dg.asset_check(
@@ -49,27 +47,12 @@ def replication_slot_lag(
         "slot_flush_lag_bytes": lag.flush_lag_bytes or 0,
         "threshold_bytes": threshold,
     }
-    if lag.restart_lag_bytes <= threshold:
-        return dg.AssetCheckResult(passed=True, metadata=meta)
-    return dg.AssetCheckResult(
-        passed=False,
-        severity=dg.AssetCheckSeverity.WARN,
-        metadata=meta,
-        description=(
-            f"slot {cdc.slot_name!r} retains {lag.restart_lag_bytes:,} bytes of WAL, over "
-            f"{threshold:,}{'' if lag.active else '; no connector is reading it'}"
-        ),
-    )
-
-
-def connector_check(name: str, status: dict[str, Any] | None) -> dg.AssetCheckResult:
-    """The check result of ``connector_health``: one shape for the source and the sink."""
-    health = connector_health(name, status)
-    return dg.AssetCheckResult(
-        passed=health.passed,
-        severity=dg.AssetCheckSeverity(health.severity or "ERROR"),
-        description=health.description,
-        metadata={"connector": name, "states": dg.MetadataValue.json(health.states)},
+    return at_most(
+        lag.restart_lag_bytes,
+        threshold,
+        meta,
+        f"slot {cdc.slot_name!r} retains {lag.restart_lag_bytes:,} bytes of WAL, over "
+        f"{threshold:,}{'' if lag.active else '; no connector is reading it'}",
     )
 
 
