@@ -104,8 +104,8 @@ def run_demo(settings: StackSettings, changes: int = 25) -> int:
         return 1
     _print_checks(check_evaluations(instance, run.run_id))
 
-    from cdc_lake.jobs.lake_jobs import customer_rows
     from cdc_lake.lake.ingest import read_table
+    from cdc_lake.marts.order_items import customer_rows
 
     session = _spark(resources["pyspark"])
     lake = resources["lake"]

@@ -1,6 +1,6 @@
 """Where the lake's Spark jobs run: one interface, three implementations.
 
-``SparkJobsResource.run(context, job, params)`` runs ``cdc_lake.jobs.lake_jobs.run_job`` and
+``SparkJobsResource.run(context, job, params)`` runs ``cdc_lake.spark_apps.run.run_app`` and
 returns its metadata and check results as Dagster objects:
 
 - ``LocalSparkJobs``: in the Dagster process, on the PySpark resource's session (local Spark with
@@ -9,10 +9,10 @@ returns its metadata and check results as Dagster objects:
 - ``EmrServerlessSparkJobs``: as an EMR Serverless job run, through dagster-aws's
   ``PipesEMRServerlessClient``.
 
-The EMR variants package the job (``cdc_lake/jobs/package.py``), upload it to S3 by content hash,
-and run ``cdc_lake/jobs/entry.py`` with it. Hudi and Spark come from the EMR release: the only
-jar named is the image's own Hudi bundle. A failed step or job run raises ``dg.Failure`` with
-EMR's reason and where its logs are.
+The EMR variants package the apps (``cdc_lake/spark_apps/package.py``), upload them to S3 by
+content hash, and run ``cdc_lake/spark_apps/entry.py`` with them. Hudi and Spark come from the
+EMR release: the only jar named is the image's own Hudi bundle. A failed step or job run raises
+``dg.Failure`` with EMR's reason and where its logs are.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from dagster_aws.s3 import S3Resource
 from dagster_pyspark import LazyPySparkResource
 
 from cdc_lake.aws.emr_step import PipesEMRStepClient
-from cdc_lake.jobs.package import build_package, upload_package
+from cdc_lake.spark_apps.package import build_package, upload_package
 from cdc_lake.stack.spark import HUDI_CONF
 
 # The Hudi bundle of the EMR release (EMR 7.x: Spark 3.5), on every node of the image.
@@ -132,9 +132,9 @@ class LocalSparkJobs(SparkJobsResource):
     def run(
         self, context: dg.AssetExecutionContext, job: str, params: dict[str, Any]
     ) -> JobOutcome:
-        from cdc_lake.jobs.lake_jobs import run_job
+        from cdc_lake.spark_apps.run import run_app
 
-        report = run_job(self.pyspark.spark_session, self.s3.get_client(), job, params)
+        report = run_app(self.pyspark.spark_session, self.s3.get_client(), job, params)
         return outcome_from_report(report)
 
 

@@ -13,11 +13,15 @@ import socket
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from cdc_lake.stack import LocalStack, StackSettings
 from cdc_lake.stack.install import install, jars_installed
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 TEST_PORT_BASE = int(os.environ.get("CDC_LAKE_TEST_PORT_BASE", "16400"))
 
@@ -63,6 +67,30 @@ def spark(local_stack: LocalStack):
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="module")
+def plain_spark() -> Iterator[SparkSession]:
+    """A plain local Spark (no Hudi, no S3, no stack), for tests of pure DataFrame functions."""
+    from pyspark.sql import SparkSession
+
+    # Reuse a session another module already started (the JVM allows one); stop only our own.
+    existing = SparkSession.getActiveSession()
+    session = (
+        SparkSession.Builder()
+        .master("local[2]")
+        .appName("cdc-lake-transforms-tests")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.session.timeZone", "UTC")
+        .getOrCreate()
+    )
+    if existing is None:
+        session.sparkContext.setLogLevel("ERROR")
+    yield session
+    if existing is None:
+        session.stop()
 
 
 def processes_using(state_dir: Path) -> list[tuple[int, str]]:

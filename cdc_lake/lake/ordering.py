@@ -23,6 +23,7 @@ Deletes
     ``_hoodie_is_deleted`` (``hard``, the default: Hudi removes the row), or leaves the row
     flagged (``soft``: it keeps its ordering value, so an older change arriving after the delete
     cannot bring the row back; with hard deletes it can, since nothing is left to compare).
+    Readers skip flagged rows with ``live_rows``.
 
 Idempotency
     Everything here is deterministic, so replaying a file or a batch leaves the table as it was.
@@ -80,6 +81,11 @@ def with_delete_marker(rows: DataFrame, delete_mode: str) -> DataFrame:
     if delete_mode == "hard":
         return rows.withColumn("_hoodie_is_deleted", F.col("is_deleted"))
     return rows
+
+
+def live_rows(rows: DataFrame) -> DataFrame:
+    """The rows that are not deleted (a null ``is_deleted`` counts as live)."""
+    return rows.where(~F.coalesce(F.col("is_deleted"), F.lit(False)))
 
 
 def merge_options() -> dict[str, str]:

@@ -76,7 +76,7 @@ def absent_from_snapshot(stored: DataFrame | None, batch: DataFrame, snapshot_ts
 
     newer = union([s.where(ts >= snapshot_ts).select("order_id") for s in sides]).distinct()
     older = union([s.where(ts < snapshot_ts) for s in sides])
-    live_before = O.latest_per_key(older).where(~F.coalesce(F.col("is_deleted"), F.lit(False)))
+    live_before = O.live_rows(O.latest_per_key(older))
     return (
         live_before.join(newer, "order_id", "left_anti")
         .withColumn("cdc_op", F.lit("d"))

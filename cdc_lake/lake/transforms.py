@@ -1,4 +1,4 @@
-"""From raw Debezium lines to lake rows: parse, validate, order, deduplicate, flatten.
+"""From raw Debezium lines to lake rows: parse, validate, order, deduplicate.
 
 Pure functions of DataFrames: no I/O, no Hudi, no S3. The input is the S3 sink's JSON lines of
 the ``datalake.cdc_events`` topic (ExtractNewRecordState, JSON without schemas), one change of
@@ -30,9 +30,10 @@ Ordering and deletes
     The merge rule, which change of an order wins and how deletes are written, lives in
     ``cdc_lake/lake/ordering.py``. Here a delete event (the whole old row with ``__deleted``
     "true") becomes a row with ``is_deleted`` true (also when ``__op`` is d), not a missing row,
-    and every row gets its ``cdc_ordering``. Readers such as ``flatten_order_items`` skip deleted
-    rows. Orders that a completed snapshot no longer holds are deleted too, although no delete
-    event names them (``cdc_lake/lake/snapshots.py``).
+    and every row gets its ``cdc_ordering``. Readers such as the order items
+    (``cdc_lake/marts/order_items.py``) skip deleted rows. Orders that a completed snapshot no
+    longer holds are deleted too, although no delete event names them
+    (``cdc_lake/lake/snapshots.py``).
 
 Idempotency
     Every function is deterministic: the same lines give the same rows and the same winner per
@@ -50,8 +51,6 @@ from functools import reduce
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
-    ArrayType,
-    DoubleType,
     IntegerType,
     LongType,
     StringType,
@@ -121,26 +120,6 @@ LAKE_COLUMNS = (
     "is_deleted",
     "cdc_ordering",
     "order_year",
-)
-
-ORDER_ITEMS_SCHEMA = ArrayType(
-    StructType(
-        [
-            StructField("discount", DoubleType()),
-            StructField("quantity", LongType()),
-            StructField("product_id", LongType()),
-            StructField("unit_price", DoubleType()),
-        ]
-    )
-)
-# Only what the flattening needs; from_json ignores the other keys.
-PRODUCTS_SCHEMA = ArrayType(
-    StructType(
-        [
-            StructField("product_id", LongType()),
-            StructField("product_name", StringType()),
-        ]
-    )
 )
 
 
@@ -343,40 +322,4 @@ def to_lake_rows(good: DataFrame) -> DataFrame:
         ),
         O.ordering(F.col("__source_ts_ms"), F.col("__lsn")).alias(O.ORDERING_FIELD),
         F.coalesce(F.date_format(order_date, "yyyy"), F.lit(NULL_PARTITION)).alias("order_year"),
-    )
-
-
-def flatten_order_items(lake: DataFrame) -> DataFrame:
-    """One row per order line of the live (not deleted) orders in a lake snapshot.
-
-    Columns: customer_id, order_id, order_date, product_id, product_name, unit_price, quantity,
-    discount, revenue = unit_price * quantity * (1 - discount); a null input gives a null
-    revenue. Orders whose order_items is null, [] or not JSON give no rows. product_name comes
-    from the order's own products array, matched by product_id.
-    """
-    live = lake.where(~F.coalesce(F.col("is_deleted"), F.lit(False)))
-    items = F.filter(F.from_json(F.col("order_items"), ORDER_ITEMS_SCHEMA), lambda i: i.isNotNull())
-    with_items = live.select(
-        "customer_id",
-        "order_id",
-        "order_date",
-        F.from_json(F.col("products"), PRODUCTS_SCHEMA).alias("_products"),
-        F.explode(items).alias("_item"),
-    )
-    item = F.col("_item")
-    # The order's products array is small: a lookup within the row beats a join with a shuffle.
-    product = F.try_element_at(
-        F.filter(F.col("_products"), lambda p: p["product_id"] == item["product_id"]), F.lit(1)
-    )
-    unit_price, quantity, discount = item["unit_price"], item["quantity"], item["discount"]
-    return with_items.select(
-        "customer_id",
-        F.col("order_id").cast(LongType()).alias("order_id"),
-        "order_date",
-        item["product_id"].alias("product_id"),
-        product["product_name"].alias("product_name"),
-        unit_price.alias("unit_price"),
-        quantity.alias("quantity"),
-        discount.alias("discount"),
-        (unit_price * quantity * (F.lit(1.0) - discount)).alias("revenue"),
     )

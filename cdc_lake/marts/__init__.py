@@ -1,1 +1,1 @@
-"""Datasets built from the lake: the flattened order items and their report."""
+"""Datasets built from the lake: the flattened order items and their chart."""

@@ -1,10 +1,10 @@
-"""The lake's upsert job in a process of its own: its own SparkSession and JVM, so that a fault
+"""The lake's upsert app in a process of its own: its own SparkSession and JVM, so that a fault
 test can kill the Spark driver in the middle of a Hudi commit.
 
 ``python -m cdc_lake_tests.faults.upsert_worker '<json>'`` with ``state_dir``, ``port_base``,
 ``jars_dir`` (the stack's) and ``params`` (``LakeResource.upsert_params``). It runs
-``cdc_lake.jobs.lake_jobs.run_job(spark, s3, "upsert", params)``, as the asset does, and prints
-the job's metadata as one JSON line.
+``cdc_lake.spark_apps.run.run_app(spark, s3, "upsert", params)``, as the asset does, and prints
+the app's metadata as one JSON line.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import sys
 
 
 def main(argv: list[str]) -> None:
-    from cdc_lake.jobs.lake_jobs import run_job
+    from cdc_lake.spark_apps.run import run_app
     from cdc_lake.stack import LocalStack, StackSettings
     from cdc_lake.stack.spark import build_spark_session
 
@@ -26,7 +26,7 @@ def main(argv: list[str]) -> None:
     spark.sparkContext.setLogLevel("ERROR")
     s3 = LocalStack(settings, verbose=False).service("s3").client()  # type: ignore[attr-defined]
     try:
-        report = run_job(spark, s3, "upsert", cfg["params"])
+        report = run_app(spark, s3, "upsert", cfg["params"])
     finally:
         spark.stop()
     print(json.dumps({k: v["raw_value"] for k, v in report.metadata.items()}, default=str))

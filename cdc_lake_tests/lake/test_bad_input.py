@@ -10,7 +10,6 @@ from dataclasses import asdict
 import pytest
 from pyspark.sql import SparkSession
 
-from cdc_lake.jobs.lake_jobs import run_upsert
 from cdc_lake.lake.checkpoint import pending
 from cdc_lake.lake.hudi import table_exists
 from cdc_lake.lake.ingest import (
@@ -24,6 +23,7 @@ from cdc_lake.lake.ingest import (
 from cdc_lake.raw.objects import MissingBucketError
 from cdc_lake.raw.synthetic import TOPIC, SyntheticLake, event
 from cdc_lake.resources import LakeResource
+from cdc_lake.spark_apps.upsert import run_upsert
 
 
 def _ingest(spark: SparkSession, lake: SyntheticLake, **kw) -> IngestResult:

@@ -1,22 +1,17 @@
-"""Raw Debezium lines -> lake rows -> order lines, on a plain local Spark (no Hudi, no S3)."""
+"""Raw Debezium lines -> lake rows, on a plain local Spark (no Hudi, no S3)."""
 
 from __future__ import annotations
 
 import datetime as dt
 import json
 import random
-from collections.abc import Iterator
-from typing import Any
 
-import pytest
-from pyspark.sql import DataFrame, Row, SparkSession
+from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
     BooleanType,
     DateType,
-    DoubleType,
     LongType,
-    StringType,
     TimestampType,
 )
 
@@ -24,90 +19,11 @@ from cdc_lake.lake.ordering import latest_per_key
 from cdc_lake.lake.transforms import (
     LAKE_COLUMNS,
     RAW_EVENT_SCHEMA,
-    flatten_order_items,
     lines_from_text,
     parse_raw_lines,
     split_valid,
-    to_lake_rows,
 )
-
-KEY = "raw/t.datalake.cdc_events/partition=0/t.datalake.cdc_events+0+00000000000000000000.jsonl"
-
-PRODUCT_5 = {
-    "category": {"category_id": 5, "category_name": "Grains/Cereals"},
-    "supplier": {"supplier_id": 7, "company_name": "Pavlova, Ltd."},
-    "product_id": 5,
-    "product_name": "West Bread",
-    "unit_price": 99.0,  # the catalogue price; revenue must use the order line's price
-    "discontinued": 0,
-}
-PRODUCT_11 = {"product_id": 11, "product_name": "Queso Cabrales", "unit_price": 21.0}
-
-
-@pytest.fixture(scope="module")
-def plain_spark() -> Iterator[SparkSession]:
-    # Reuse a session another module already started (the JVM allows one); stop only our own.
-    existing = SparkSession.getActiveSession()
-    session = (
-        SparkSession.Builder()
-        .master("local[2]")
-        .appName("cdc-lake-transforms-tests")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.session.timeZone", "UTC")
-        .getOrCreate()
-    )
-    if existing is None:
-        session.sparkContext.setLogLevel("ERROR")
-    yield session
-    if existing is None:
-        session.stop()
-
-
-def event(**overrides: Any) -> dict[str, Any]:
-    """A realistic outbox event, as ExtractNewRecordState writes it."""
-    base: dict[str, Any] = {
-        "order_id": 10251,
-        "customer_id": "AAAAS",
-        "order_date": 9683,
-        "required_date": 9711,
-        "shipped_date": 9699,
-        "order_items": json.dumps(
-            [{"discount": 0.25, "quantity": 68, "product_id": 5, "unit_price": 25.34}]
-        ),
-        "products": json.dumps([PRODUCT_5]),
-        "customer": json.dumps({"customer_id": "AAAAS", "company_name": "River Delta Market"}),
-        "employee": json.dumps({"employee_id": 3, "first_name": "Janet", "territories": []}),
-        "shipper": json.dumps({"shipper_id": 2, "company_name": "United Package"}),
-        "shipment": json.dumps({"freight": 621.66, "ship_via": 2, "ship_city": "Lyon"}),
-        "updated_at": "2026-11-20T23:26:15.172753Z",
-        "__deleted": "false",
-        "__op": "r",
-        "__db": "cdc_lake",
-        "__table": "cdc_events",
-        "__schema": "datalake",
-        "__lsn": 31370880,
-        "__source_ts_ms": 1795217436837,
-    }
-    base.update(overrides)
-    return base
-
-
-def line(**overrides: Any) -> str:
-    return json.dumps(event(**overrides))
-
-
-def lake_rows(spark: SparkSession, events: list[dict[str, Any]], key: str = KEY) -> DataFrame:
-    text = "".join(json.dumps(e) + "\n" for e in events)
-    good, bad = split_valid(parse_raw_lines(lines_from_text(spark, [(key, text)])))
-    assert bad.count() == 0
-    return to_lake_rows(good)
-
-
-def by_order(df: DataFrame) -> dict[int, Row]:
-    return {r["order_id"]: r for r in df.collect()}
-
+from cdc_lake_tests.lake.rows import KEY, by_order, event, lake_rows, line
 
 # --- parsing ---------------------------------------------------------------------------------
 
@@ -377,81 +293,3 @@ def test_incremental_snapshot_read_has_no_lsn_and_sorts_by_its_emission_time(
     # Only a snapshot read may lack an LSN.
     parsed = parse_raw_lines(lines_from_text(plain_spark, [(KEY, line(__op="u", __lsn=None))]))
     assert parsed.collect()[0]["error"] == "missing or null: __lsn"
-
-
-# --- order lines -----------------------------------------------------------------------------
-
-
-def test_flatten_order_items(plain_spark: SparkSession):
-    items = [
-        {"discount": 0.25, "quantity": 68, "product_id": 5, "unit_price": 25.34},
-        {"discount": 0.0, "quantity": 3, "product_id": 11, "unit_price": 14.0},
-    ]
-    lake = lake_rows(
-        plain_spark,
-        [
-            # products listed in the other order than the items: the match is by product_id
-            event(
-                order_id=1,
-                order_items=json.dumps(items),
-                products=json.dumps([PRODUCT_11, PRODUCT_5]),
-            ),
-            event(order_id=2, __op="d", __deleted="true"),
-            event(order_id=3, order_items=None, products=None),
-            event(order_id=4, order_items="[]", products="[]"),
-            event(order_id=5, customer_id="BBBBB ", order_date=None),
-        ],
-    )
-    flat = flatten_order_items(lake)
-    assert flat.columns == [
-        "customer_id",
-        "order_id",
-        "order_date",
-        "product_id",
-        "product_name",
-        "unit_price",
-        "quantity",
-        "discount",
-        "revenue",
-    ]
-    types = [f.dataType for f in flat.schema.fields]
-    assert types == [
-        StringType(),
-        LongType(),
-        DateType(),
-        LongType(),
-        StringType(),
-        DoubleType(),
-        LongType(),
-        DoubleType(),
-        DoubleType(),
-    ]
-
-    got = {(r["order_id"], r["product_id"]): r for r in flat.collect()}
-    assert sorted(got) == [(1, 5), (1, 11), (5, 5)]  # 2 deleted, 3 and 4 have no lines
-    bread = got[(1, 5)]
-    assert bread["product_name"] == "West Bread"
-    assert (bread["unit_price"], bread["quantity"], bread["discount"]) == (25.34, 68, 0.25)
-    assert bread["revenue"] == pytest.approx(1292.34)
-    assert (bread["customer_id"], bread["order_date"]) == ("AAAAS", dt.date(1996, 7, 6))
-    cheese = got[(1, 11)]
-    assert cheese["product_name"] == "Queso Cabrales"
-    assert cheese["revenue"] == pytest.approx(42.0)
-    other = got[(5, 5)]
-    assert (other["customer_id"], other["order_date"]) == ("BBBBB", None)
-
-
-def test_flatten_after_latest_drops_an_order_whose_last_event_is_a_delete(
-    plain_spark: SparkSession,
-):
-    ts = 1_795_217_436_837
-    lake = lake_rows(
-        plain_spark,
-        [
-            event(order_id=1, __op="c", __source_ts_ms=ts, __lsn=1),
-            event(order_id=1, __op="d", __deleted="true", __source_ts_ms=ts + 1, __lsn=2),
-            event(order_id=2, __op="c", __source_ts_ms=ts, __lsn=3),
-        ],
-    )
-    flat = flatten_order_items(latest_per_key(lake))
-    assert [(r["order_id"], r["product_id"]) for r in flat.collect()] == [(2, 5)]

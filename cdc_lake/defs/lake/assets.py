@@ -19,7 +19,7 @@ UI, the sensor and ``matches_source`` keep seeing the last real commit
 (``cdc_lake/defs/unchanged.py``). Anything else (no earlier materialization, a table that moved
 without this instance, a replay) takes the Spark path, which also reports the newest commit's
 figures when it commits nothing. The data version is the commit instant.
-The Spark job (``cdc_lake/jobs/lake_jobs.py``) runs on local Spark or on EMR, as the
+The upsert app (``cdc_lake/spark_apps/upsert.py``) runs on local Spark or on EMR, as the
 ``spark_jobs`` resource decides, and evaluates the key and delete checks right after its commit.
 See ``cdc_lake/lake/ingest.py`` for the details.
 """

@@ -22,7 +22,7 @@ from cdc_lake.defs import LAKE_FRESHNESS, PIPELINE_GROUP
 from cdc_lake.defs.lake.assets import HUDI_KEY
 from cdc_lake.defs.unchanged import carried_check_results, carried_metadata, latest_materialization
 from cdc_lake.lake.timeline import instant_time, newest_commit_instant
-from cdc_lake.marts.report import CURRENCY_SYMBOL, chart_markdown, chart_png
+from cdc_lake.marts.chart import CURRENCY_SYMBOL, chart_markdown, chart_png
 from cdc_lake.resources import LakeResource
 from cdc_lake.spark_jobs import SparkJobsResource
 

@@ -1,9 +1,10 @@
-"""Entry point of the lake's Spark jobs on EMR (a cluster step or an EMR Serverless job run).
+"""Entry point of the lake's Spark apps on EMR (a cluster step or an EMR Serverless job run).
 
 ``spark-submit --py-files cdc_lake_job.zip entry.py [--dagster-pipes-context ...]``
 
-It opens Dagster Pipes, reads ``{"job": ..., "params": ...}`` from the Pipes extras, runs the
-same function the local path runs (``cdc_lake.jobs.lake_jobs.run_job``), and reports the
+It opens Dagster Pipes, reads ``{"job": ..., "params": ...}`` from the Pipes extras (``job``
+names the app: the extras' key is the wire format the launchers write), runs the same function
+the local path runs (``cdc_lake.spark_apps.run.run_app``), and reports the
 materialisation and the check results back through S3. Pipes parameters come from the CLI
 arguments (cluster steps) or the environment (EMR Serverless driver env). An exception fails the
 step or job run; Pipes reports it to Dagster with its traceback. Nothing is committed to the
@@ -26,7 +27,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     from pyspark.sql import SparkSession
 
-    from cdc_lake.jobs.lake_jobs import run_job
+    from cdc_lake.spark_apps.run import run_app
 
     argv = sys.argv if argv is None else argv
     cli = DAGSTER_PIPES_CONTEXT_CLI_ARGUMENT in argv
@@ -35,14 +36,14 @@ def main(argv: list[str] | None = None) -> None:
         params_loader=PipesCliArgsParamsLoader() if cli else PipesEnvVarParamsLoader(),
         message_writer=PipesS3MessageWriter(client=s3, interval=2),
     ) as pipes:
-        job, params = pipes.extras["job"], pipes.extras["params"]
-        pipes.log.info(f"cdc-lake {job} job starting")
-        spark = SparkSession.Builder().appName(f"cdc-lake-{job}").getOrCreate()
-        report = run_job(spark, s3, job, params)
+        app, params = pipes.extras["job"], pipes.extras["params"]
+        pipes.log.info(f"cdc-lake {app} app starting")
+        spark = SparkSession.Builder().appName(f"cdc-lake-{app}").getOrCreate()
+        report = run_app(spark, s3, app, params)
         pipes.report_asset_materialization(metadata=report.metadata)
         for check in report.checks:
             pipes.report_asset_check(**check)
-        pipes.log.info(f"cdc-lake {job} job done")
+        pipes.log.info(f"cdc-lake {app} app done")
 
 
 if __name__ == "__main__":

@@ -1,13 +1,14 @@
-"""Package the lake's Spark job for EMR: the entry point and one ``--py-files`` zip.
+"""Package the lake's Spark apps for EMR: the entry point and one ``--py-files`` zip.
 
-The zip holds the modules the job imports (``cdc_lake.jobs``, ``cdc_lake.lake``,
-``cdc_lake.raw``) and its pure-Python dependency ``dagster_pipes``, copied from this
+The zip holds the modules the apps import (``cdc_lake.spark_apps``, ``cdc_lake.lake``,
+``cdc_lake.marts``, ``cdc_lake.raw``; never the test-only ``cdc_lake.testing``) and their
+pure-Python dependency ``dagster_pipes``, copied from this
 environment so the remote side speaks the same Pipes version as the Dagster process. PySpark,
 Hudi and boto3 come from the EMR image; no jar is shipped.
 
 The zip is deterministic (sorted entries, fixed timestamps), and the upload key carries its
-content hash: an unchanged job is uploaded once, and a changed one never overwrites the code of
-a run in flight.
+content hash: an unchanged package is uploaded once, and a changed one never overwrites the code
+of a run in flight. The file names (``entry.py``, ``cdc_lake_job.zip``) are kept as deployed.
 """
 
 from __future__ import annotations
@@ -22,12 +23,12 @@ import dagster_pipes
 
 import cdc_lake
 
-PACKAGES = ("cdc_lake/jobs", "cdc_lake/lake", "cdc_lake/raw")
+PACKAGES = ("cdc_lake/spark_apps", "cdc_lake/lake", "cdc_lake/marts", "cdc_lake/raw")
 FIXED_TIME = (2020, 1, 1, 0, 0, 0)
 
 
 @dataclass(frozen=True)
-class JobPackage:
+class AppPackage:
     entry_point: Path
     archive: Path
     digest: str  # sha256 of entry point and archive, first 16 hex digits
@@ -47,7 +48,7 @@ def _files() -> list[tuple[str, Path]]:
     return sorted(out)
 
 
-def build_package(out_dir: Path) -> JobPackage:
+def build_package(out_dir: Path) -> AppPackage:
     out_dir.mkdir(parents=True, exist_ok=True)
     archive = out_dir / "cdc_lake_job.zip"
     with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as zf:
@@ -57,13 +58,13 @@ def build_package(out_dir: Path) -> JobPackage:
             info.external_attr = 0o644 << 16
             zf.writestr(info, path.read_bytes())
     entry = out_dir / "entry.py"
-    entry.write_bytes((Path(cdc_lake.__file__).parent / "jobs" / "entry.py").read_bytes())
+    entry.write_bytes((Path(cdc_lake.__file__).parent / "spark_apps" / "entry.py").read_bytes())
     digest = hashlib.sha256(entry.read_bytes() + archive.read_bytes()).hexdigest()[:16]
-    return JobPackage(entry, archive, digest)
+    return AppPackage(entry, archive, digest)
 
 
 def upload_package(
-    s3_client: Any, package: JobPackage, bucket: str, prefix: str
+    s3_client: Any, package: AppPackage, bucket: str, prefix: str
 ) -> tuple[str, str]:
     """Upload what is missing; return the s3:// URIs of the entry point and the zip."""
     uris = []

@@ -1,0 +1,1 @@
+"""The lake's PySpark apps (upsert, order items), their EMR entry point and their packaging."""

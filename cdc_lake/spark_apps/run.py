@@ -1,0 +1,33 @@
+"""The lake's Spark apps, by name, as plain functions of a SparkSession and JSON parameters.
+
+The same functions run in three places: in the Dagster process on local Spark (the local Spark
+launcher), as a step on an EMR cluster and as an EMR Serverless job run (both through
+``cdc_lake/spark_apps/entry.py`` and Dagster Pipes). Parameters and results are JSON
+(``cdc_lake/spark_apps/report.py``), so they travel unchanged through Pipes extras and messages.
+
+- ``upsert``: the raw files into the Hudi table, then its checks
+  (``cdc_lake/spark_apps/upsert.py``).
+- ``order_items``: the order items rebuilt from the table's snapshot, then their checks
+  (``cdc_lake/marts/order_items.py``).
+
+An unknown app name raises ``ValueError`` before anything is read or written.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from cdc_lake.marts.order_items import run_order_items
+from cdc_lake.spark_apps.report import AppReport
+from cdc_lake.spark_apps.upsert import run_upsert
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+
+def run_app(spark: SparkSession, s3_client: Any, app: str, params: dict[str, Any]) -> AppReport:
+    if app == "upsert":
+        return run_upsert(spark, s3_client, params)
+    if app == "order_items":
+        return run_order_items(spark, params)
+    raise ValueError(f"unknown lake app {app!r}: expected 'upsert' or 'order_items'")
