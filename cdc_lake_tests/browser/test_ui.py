@@ -26,7 +26,8 @@ import psycopg2
 
 from cdc_lake.definitions import defs as load_defs
 from cdc_lake.defs.lake.assets import HUDI_KEY
-from cdc_lake.defs.lake.sensors import lake_refresh_job, raw_cdc_files_sensor
+from cdc_lake.defs.lake.jobs import lake_refresh_job
+from cdc_lake.defs.lake.sensors import raw_cdc_files_sensor
 from cdc_lake.defs.marts.assets import ORDER_ITEMS_KEY
 from cdc_lake.instance import LOCATION, materializations, sensor_runs
 from cdc_lake.source.workload import Workload

@@ -1,4 +1,5 @@
-"""A sensor on new raw CDC objects that requests a refresh of the Hudi table and order items.
+"""A sensor on new raw CDC objects that requests a refresh of the Hudi table and order items
+(a run of the ``lake_refresh`` job, ``cdc_lake/defs/lake/jobs.py``).
 
 What counts as new is decided the way the refresh itself decides it: from the lake's own
 checkpoint (the last Kafka offset per partition, as the newest Hudi materialization reports it),
@@ -24,18 +25,11 @@ import json
 import dagster as dg
 from dagster_aws.s3 import S3Resource
 
-from cdc_lake.defs.lake.assets import HUDI_KEY, lake_checkpoint
-from cdc_lake.defs.marts.assets import ORDER_ITEMS_KEY
+from cdc_lake.defs.lake.assets import lake_checkpoint
+from cdc_lake.defs.lake.jobs import lake_refresh_job
 from cdc_lake.lake.checkpoint import pending
 from cdc_lake.raw.objects import RawLayout
 from cdc_lake.resources import CdcPipelineResource
-
-lake_refresh_job = dg.define_asset_job(
-    "lake_refresh",
-    selection=dg.AssetSelection.assets(HUDI_KEY, ORDER_ITEMS_KEY),
-    description="Upsert new raw CDC files into Hudi, then rebuild the order items.",
-)
-
 
 STALE_AFTER = datetime.timedelta(minutes=30)
 IN_FLIGHT = [
