@@ -26,7 +26,7 @@ from bench.harness import Figure, median, paired
 from cdc_lake.defs.lake.assets import cdc_events_hudi
 from cdc_lake.defs.marts.assets import order_items
 from cdc_lake.raw.synthetic import SyntheticLake, event
-from cdc_lake.resources import local_resources, local_secret_env
+from cdc_lake.resources.local import local_resources, local_secret_env
 from cdc_lake.stack import LocalStack
 
 ASSETS = [cdc_events_hudi, order_items]

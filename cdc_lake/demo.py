@@ -47,7 +47,7 @@ def run_demo(settings: StackSettings, changes: int = 25) -> int:
         refresh_through_sensor,
     )
     from cdc_lake.lake.hudi import completed_commits
-    from cdc_lake.resources import local_resources
+    from cdc_lake.resources.local import local_resources
     from cdc_lake.source.workload import Workload
     from cdc_lake.streaming.topics import wait_for_consumer
 

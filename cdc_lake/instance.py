@@ -83,7 +83,7 @@ def _create_storage(home: Path) -> None:
 
 def dagster_env(settings: StackSettings, home: Path) -> dict[str, str]:
     """The variables a Dagster process on this stack needs, secrets included (environment only)."""
-    from cdc_lake.resources import local_secret_env
+    from cdc_lake.resources.local import local_secret_env
 
     env = local_secret_env(settings) | {
         "DAGSTER_HOME": str(home),

@@ -106,7 +106,7 @@ def run_refresh(settings: StackSettings, timeout_s: float = 300.0) -> int:
         dagster_env,
         materializations,
     )
-    from cdc_lake.resources import local_resources
+    from cdc_lake.resources.local import local_resources
     from cdc_lake.streaming.topics import wait_for_consumer
 
     t0 = time.monotonic()

@@ -35,7 +35,8 @@ def replay(
     from cdc_lake.defs.lake.checks import matches_source, no_quarantined_lines
     from cdc_lake.defs.marts.assets import order_items
     from cdc_lake.instance import configured_home
-    from cdc_lake.resources import build_resources, local_resources, local_secret_env
+    from cdc_lake.resources import build_resources
+    from cdc_lake.resources.local import local_resources, local_secret_env
 
     local = os.environ.get("CDC_LAKE_ENV", "local") == "local"
     if local:

@@ -113,7 +113,7 @@ def processes_using(state_dir: Path) -> list[tuple[int, str]]:
 @pytest.fixture(scope="session")
 def secret_env(local_stack: LocalStack) -> Iterator[dict[str, str]]:
     """The resources' EnvVars, set as `dagster dev` would get them from .env."""
-    from cdc_lake.resources import local_secret_env
+    from cdc_lake.resources.local import local_secret_env
 
     values = local_secret_env(local_stack.settings)
     saved = {k: os.environ.get(k) for k in values}
@@ -128,7 +128,7 @@ def secret_env(local_stack: LocalStack) -> Iterator[dict[str, str]]:
 
 @pytest.fixture(scope="session")
 def resources(local_stack: LocalStack, secret_env: dict[str, str]) -> dict:
-    from cdc_lake.resources import local_resources
+    from cdc_lake.resources.local import local_resources
 
     # Short flush and heartbeat intervals: tests wait for raw files and slot progress in
     # seconds, not tens of seconds.

@@ -107,7 +107,7 @@ class LocalStack:
     def write_env_file(self) -> None:
         """The resources' secrets as ``.env`` at the project root, which ``dagster dev`` loads;
         only for the project's own stack (default state directory)."""
-        from cdc_lake.resources import local_secret_env
+        from cdc_lake.resources.local import local_secret_env
 
         if self.settings.state_dir != (project_root() / ".cdc-lake").resolve():
             return

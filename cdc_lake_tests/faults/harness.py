@@ -31,7 +31,7 @@ from cdc_lake.defs.raw.assets import raw_cdc_files
 from cdc_lake.defs.source.assets import cdc_events_outbox
 from cdc_lake.defs.streaming.assets import cdc_events_topic
 from cdc_lake.lake.ingest import read_table
-from cdc_lake.resources import local_resources
+from cdc_lake.resources.local import local_resources
 from cdc_lake.source.workload import Workload
 from cdc_lake.stack import LocalStack
 from cdc_lake.stack.process import pid_alive, terminate

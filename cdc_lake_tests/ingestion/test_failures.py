@@ -10,7 +10,9 @@ import pytest
 
 from cdc_lake.defs.raw.assets import RAW_KEY, MissingBucketError, raw_cdc_files
 from cdc_lake.defs.streaming.assets import cdc_events_topic
-from cdc_lake.resources import KafkaConnectResource, PostgresResource, local_resources
+from cdc_lake.resources.local import local_resources
+from cdc_lake.resources.source import PostgresResource
+from cdc_lake.resources.streaming import KafkaConnectResource
 from cdc_lake.source.preflight import SourceNotReady
 from cdc_lake.stack import LocalStack
 from cdc_lake.stack.services import Postgres

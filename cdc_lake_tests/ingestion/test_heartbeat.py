@@ -11,7 +11,7 @@ import dagster as dg
 import psycopg2
 
 from cdc_lake.defs.source.assets import cdc_events_outbox
-from cdc_lake.resources import local_resources
+from cdc_lake.resources.local import local_resources
 from cdc_lake.stack import LocalStack
 from cdc_lake.streaming.topics import end_offsets, wait_for_offsets
 from cdc_lake_tests.ingestion.test_reference_dump import create_database

@@ -11,7 +11,7 @@ import psycopg2
 from cdc_lake.defs.raw.assets import RAW_KEY, raw_cdc_files
 from cdc_lake.defs.source.assets import OUTBOX_KEY, cdc_events_outbox
 from cdc_lake.defs.streaming.assets import TOPIC_KEY, cdc_events_topic
-from cdc_lake.resources import local_resources
+from cdc_lake.resources.local import local_resources
 from cdc_lake.stack import LocalStack
 from cdc_lake.stack.services import Postgres
 from cdc_lake_tests.ingestion.helpers import metadata, raw_events

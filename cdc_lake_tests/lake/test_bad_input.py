@@ -22,7 +22,7 @@ from cdc_lake.lake.ingest import (
 )
 from cdc_lake.raw.objects import MissingBucketError
 from cdc_lake.raw.synthetic import TOPIC, SyntheticLake, event
-from cdc_lake.resources import LakeResource
+from cdc_lake.resources.lake import LakeResource
 from cdc_lake.spark_apps.upsert import run_upsert
 
 

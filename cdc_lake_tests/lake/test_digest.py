@@ -24,7 +24,7 @@ from cdc_lake.lake.digest import (
 )
 from cdc_lake.lake.ingest import read_table
 from cdc_lake.lake.transforms import LAKE_COLUMNS
-from cdc_lake.resources import local_resources
+from cdc_lake.resources.local import local_resources
 from cdc_lake_tests.lake.test_pipeline import catch_up
 
 JSON_COLUMNS = ("order_items", "products", "customer", "employee", "shipper", "shipment")

@@ -13,8 +13,8 @@ from cdc_lake.defs.lake.sensors import SENSOR_RESOURCES, raw_cdc_files_sensor
 from cdc_lake.defs.marts.assets import ORDER_ITEMS_KEY, order_items
 from cdc_lake.lake.timeline import newest_commit_instant
 from cdc_lake.raw.synthetic import SyntheticLake, event
-from cdc_lake.resources import local_resources
-from cdc_lake.spark_jobs import SparkJobsResource
+from cdc_lake.resources.local import local_resources
+from cdc_lake.resources.spark import SparkLauncher
 from cdc_lake.stack import LocalStack
 
 ASSETS = [cdc_events_hudi, order_items]
@@ -50,7 +50,7 @@ def test_empty_run_keeps_the_last_commit_and_starts_no_spark(local_stack: LocalS
         raw_prefix=lake.raw_prefix,
     )
     # The base resource raises on any job: a run that needs Spark fails with it.
-    no_spark = {**resources, "spark_jobs": SparkJobsResource()}
+    no_spark = {**resources, "spark_jobs": SparkLauncher()}
     instance = dg.DagsterInstance.ephemeral()
     lake.put([event(1, 100, 1), event(2, 100, 2), event(3, 100, 3, op="c")])
     lake.put([event(2, 200, 4, deleted=True, op="d")], partition=1)

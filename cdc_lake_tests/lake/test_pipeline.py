@@ -14,8 +14,8 @@ from cdc_lake.defs.lake.checks import matches_source, no_quarantined_lines
 from cdc_lake.defs.marts.assets import ORDER_ITEMS_KEY, order_items
 from cdc_lake.lake.ingest import read_table
 from cdc_lake.raw.synthetic import SyntheticLake, event
-from cdc_lake.resources import local_resources
-from cdc_lake.spark_jobs import SparkJobsResource
+from cdc_lake.resources.local import local_resources
+from cdc_lake.resources.spark import SparkLauncher
 from cdc_lake.stack import LocalStack
 from cdc_lake.streaming.topics import end_offsets, wait_for_consumer
 
@@ -98,7 +98,7 @@ def test_lake_equals_outbox_and_items_equal_sql_flattening(ingested, resources, 
     # the latest materialization, and the blocking matches_source compares its digest with the
     # outbox again, and passes; the other checks are carried from the run that computed them.
     empty = dg.materialize(
-        assets, resources={**resources, "spark_jobs": SparkJobsResource()}, instance=instance
+        assets, resources={**resources, "spark_jobs": SparkLauncher()}, instance=instance
     )
     assert empty.success
     assert _check_results(empty) == dict.fromkeys(names, True)

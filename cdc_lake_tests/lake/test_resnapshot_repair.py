@@ -15,7 +15,7 @@ from cdc_lake.defs.lake.assets import cdc_events_hudi
 from cdc_lake.defs.lake.checks import matches_source
 from cdc_lake.lake.hudi import HudiTableConfig
 from cdc_lake.lake.ingest import read_table
-from cdc_lake.resources import local_resources
+from cdc_lake.resources.local import local_resources
 from cdc_lake.stack import LocalStack
 from cdc_lake.streaming.signals import request_snapshot
 from cdc_lake.streaming.topics import end_offsets, read_all

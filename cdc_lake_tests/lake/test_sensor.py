@@ -11,7 +11,7 @@ import dagster as dg
 from cdc_lake.defs.lake.assets import cdc_events_hudi
 from cdc_lake.defs.lake.sensors import SENSOR_RESOURCES, raw_cdc_files_sensor
 from cdc_lake.raw.synthetic import SyntheticLake, event
-from cdc_lake.resources import local_resources
+from cdc_lake.resources.local import local_resources
 from cdc_lake.stack import LocalStack
 
 

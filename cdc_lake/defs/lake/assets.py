@@ -36,8 +36,9 @@ from cdc_lake.defs.unchanged import carried_check_results, carried_metadata, lat
 from cdc_lake.lake.checkpoint import is_legacy, pending
 from cdc_lake.lake.timeline import instant_time, newest_commit_instant
 from cdc_lake.raw.objects import RawLayout
-from cdc_lake.resources import CdcPipelineResource, LakeResource
-from cdc_lake.spark_jobs import SparkJobsResource
+from cdc_lake.resources.lake import LakeResource
+from cdc_lake.resources.spark import SparkLauncher
+from cdc_lake.resources.streaming import CdcPipelineResource
 
 HUDI_KEY = dg.AssetKey(["hudi", "datalake", "cdc_events"])
 
@@ -81,7 +82,7 @@ class LakeRefreshConfig(dg.Config):
 def cdc_events_hudi(
     context: dg.AssetExecutionContext,
     config: LakeRefreshConfig,
-    spark_jobs: SparkJobsResource,
+    spark_jobs: SparkLauncher,
     cdc: CdcPipelineResource,
     lake: LakeResource,
     s3: S3Resource,

@@ -23,7 +23,9 @@ from cdc_lake.defs.lake.assets import HUDI_KEY
 from cdc_lake.lake.checkpoint import Checkpoint, is_legacy, pending
 from cdc_lake.lake.digest import VERSION, compare_digests, source_digest
 from cdc_lake.raw.objects import RawLayout
-from cdc_lake.resources import CdcPipelineResource, KafkaResource, LakeResource, PostgresResource
+from cdc_lake.resources.lake import LakeResource
+from cdc_lake.resources.source import PostgresResource
+from cdc_lake.resources.streaming import CdcPipelineResource, KafkaResource
 from cdc_lake.streaming.topics import committed_offsets, end_offsets
 
 

@@ -29,7 +29,7 @@ from cdc_lake.defs.lake.assets import lake_checkpoint
 from cdc_lake.defs.lake.jobs import lake_refresh_job
 from cdc_lake.lake.checkpoint import pending
 from cdc_lake.raw.objects import RawLayout
-from cdc_lake.resources import CdcPipelineResource
+from cdc_lake.resources.streaming import CdcPipelineResource
 
 STALE_AFTER = datetime.timedelta(minutes=30)
 IN_FLIGHT = [

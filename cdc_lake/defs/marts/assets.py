@@ -23,8 +23,8 @@ from cdc_lake.defs.lake.assets import HUDI_KEY
 from cdc_lake.defs.unchanged import carried_check_results, carried_metadata, latest_materialization
 from cdc_lake.lake.timeline import instant_time, newest_commit_instant
 from cdc_lake.marts.chart import CURRENCY_SYMBOL, chart_markdown, chart_png
-from cdc_lake.resources import LakeResource
-from cdc_lake.spark_jobs import SparkJobsResource
+from cdc_lake.resources.lake import LakeResource
+from cdc_lake.resources.spark import SparkLauncher
 
 ORDER_ITEMS_KEY = dg.AssetKey(["s3", "marts", "order_items"])
 
@@ -59,7 +59,7 @@ class OrderItemsConfig(dg.Config):
 def order_items(
     context: dg.AssetExecutionContext,
     config: OrderItemsConfig,
-    spark_jobs: SparkJobsResource,
+    spark_jobs: SparkLauncher,
     lake: LakeResource,
     s3: S3Resource,
 ) -> dg.MaterializeResult:

@@ -29,12 +29,8 @@ from cdc_lake.raw.objects import (  # noqa: F401 (MissingBucketError re-exported
     list_objects,
     missing_bucket_error,
 )
-from cdc_lake.resources import (
-    CdcPipelineResource,
-    ConnectResource,
-    KafkaResource,
-    PostgresResource,
-)
+from cdc_lake.resources.source import PostgresResource
+from cdc_lake.resources.streaming import CdcPipelineResource, ConnectResource, KafkaResource
 from cdc_lake.streaming.topics import consumer_lag, wait_for_consumer
 
 RAW_KEY = dg.AssetKey(["s3", "raw", "cdc_events_files"])

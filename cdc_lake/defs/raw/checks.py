@@ -21,7 +21,7 @@ from cdc_lake.defs.lake.assets import lake_checkpoint
 from cdc_lake.defs.raw.assets import RAW_KEY
 from cdc_lake.lake.checkpoint import pending
 from cdc_lake.raw.objects import RawLayout
-from cdc_lake.resources import CdcPipelineResource, ConnectResource, KafkaResource
+from cdc_lake.resources.streaming import CdcPipelineResource, ConnectResource, KafkaResource
 from cdc_lake.streaming.topics import consumer_lag
 
 

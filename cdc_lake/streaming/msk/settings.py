@@ -29,7 +29,7 @@ IAM_BOOTSTRAP_PORTS = ("9098", "9198")  # MSK's IAM listeners: in the VPC, and p
 MCU_COUNTS = (1, 2, 4, 8)
 
 # (field, variable names, required). A later name is a fallback shared with the prod resources
-# (cdc_lake/resources.py), so both paths agree on the region, brokers and secret.
+# (cdc_lake/resources/prod.py), so both paths agree on the region, brokers and secret.
 ENV_VARS: tuple[tuple[str, tuple[str, ...], bool], ...] = (
     ("region", ("CDC_LAKE_AWS_REGION", "AWS_REGION"), True),
     ("bootstrap_servers", ("CDC_LAKE_MSK_BOOTSTRAP", "CDC_LAKE_KAFKA_BOOTSTRAP"), True),

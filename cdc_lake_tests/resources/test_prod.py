@@ -1,4 +1,4 @@
-"""The production resource set and the Glue catalog, without AWS: moto's server for Glue."""
+"""The production resource set, built from the environment without reaching AWS."""
 
 from __future__ import annotations
 
@@ -8,12 +8,11 @@ import boto3
 import dagster as dg
 import pytest
 from botocore.stub import Stubber
-from dagster_aws.pipes import PipesS3MessageReader
 
-from cdc_lake.aws.glue import register_parquet_table
 from cdc_lake.lake.hudi import HudiTableConfig
-from cdc_lake.resources import LakeResource, ProdSettingsError, build_resources, prod_resources
-from cdc_lake.spark_jobs import EmrServerlessSparkJobs, EmrStepSparkJobs
+from cdc_lake.resources import build_resources
+from cdc_lake.resources.prod import ProdSettingsError, prod_resources
+from cdc_lake.resources.spark import EmrServerlessLauncher, EmrStepLauncher
 from cdc_lake.streaming.msk.api import MskConnectError
 from cdc_lake.streaming.msk.client import MskConnectClient
 from cdc_lake.streaming.msk.settings import MskConnectSettings
@@ -90,7 +89,7 @@ def test_prod_names_a_bad_spark_target_with_the_missing_variables():
 
 def test_prod_resources_point_at_aws_and_hold_no_secret():
     r = prod_resources(PROD_ENV)
-    assert isinstance(r["spark_jobs"], EmrStepSparkJobs)
+    assert isinstance(r["spark_jobs"], EmrStepLauncher)
     assert r["spark_jobs"].cluster_id == "j-1ABCDEF" and r["spark_jobs"].region == "eu-west-1"
     assert r["spark_jobs"].code_bucket == r["spark_jobs"].pipes_bucket == "acme-cdc-lake"
     conf = r["kafka"].client_conf()
@@ -116,7 +115,7 @@ def test_prod_resources_point_at_aws_and_hold_no_secret():
             "CDC_LAKE_EMR_EXECUTION_ROLE_ARN": "arn:aws:iam::1:role/emr",
         }
     )["spark_jobs"]
-    assert isinstance(serverless, EmrServerlessSparkJobs) and serverless.application_id == "00fabc"
+    assert isinstance(serverless, EmrServerlessLauncher) and serverless.application_id == "00fabc"
 
 
 def test_definitions_load_in_prod_without_connecting(monkeypatch):
@@ -127,44 +126,6 @@ def test_definitions_load_in_prod_without_connecting(monkeypatch):
     defs = resources()
     assert isinstance(defs, dg.Definitions)
     assert set(defs.resources or {}) >= {"spark_jobs", "kafka_connect", "lake", "postgres"}
-
-
-def test_local_tables_have_no_catalog_options():
-    lake = LakeResource(lake_bucket="b")
-    assert lake.catalog_options() == {} and lake.register_order_items() is None
-    opts = HudiTableConfig(base_path="s3a://b/t").write_options()
-    assert "hoodie.datasource.meta.sync.enable" not in opts
-    assert "hoodie.datasource.hive_sync.enable" not in opts
-    # The record-level index by default (its cost grows with the new work; bench "index").
-    assert opts["hoodie.index.type"] == "RECORD_INDEX"
-    assert opts["hoodie.metadata.record.index.enable"] == "true"
-    assert opts["hoodie.record.index.update.partition.path"] == "true"
-    simple = HudiTableConfig(base_path="s3a://b/t", index_type="GLOBAL_SIMPLE").write_options()
-    assert simple["hoodie.index.type"] == "GLOBAL_SIMPLE"
-    with pytest.raises(ValueError, match="index_type"):
-        HudiTableConfig(base_path="s3a://b/t", index_type="BLOOM")
-
-
-def test_order_items_are_registered_in_glue(moto_endpoint: str, monkeypatch):
-    monkeypatch.setenv("AWS_ENDPOINT_URL_GLUE", moto_endpoint)
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
-    glue = boto3.client("glue", region_name=REGION, endpoint_url=moto_endpoint)
-    lake = LakeResource(lake_bucket="acme-lake", scheme="s3", glue_database="datalake",
-                        region=REGION)  # fmt: skip
-    assert lake.register_order_items() == "created"
-    table = glue.get_table(DatabaseName="datalake", Name="order_items")["Table"]
-    sd = table["StorageDescriptor"]
-    assert sd["Location"] == "s3://acme-lake/marts/order_items"
-    assert [c["Name"] for c in sd["Columns"]] == [
-        "customer_id", "order_id", "order_date", "product_id", "product_name", "unit_price",
-        "quantity", "discount", "revenue",
-    ]  # fmt: skip
-    assert sd["SerdeInfo"]["SerializationLibrary"].endswith("ParquetHiveSerDe")
-    assert lake.register_order_items() == "unchanged"
-    assert register_parquet_table(glue, "datalake", "order_items", "s3://elsewhere/x") == "updated"
-    moved = glue.get_table(DatabaseName="datalake", Name="order_items")["Table"]
-    assert moved["StorageDescriptor"]["Location"] == "s3://elsewhere/x"
 
 
 def test_msk_connect_asks_for_the_deploy_command_when_the_connector_is_missing():
@@ -210,39 +171,3 @@ def test_glue_sync_options_travel_to_the_job_in_its_params():
     assert options["hoodie.datasource.hive_sync.database"] == "datalake"
     assert options["hoodie.datasource.hive_sync.table"] == "cdc_events"
     assert options["hoodie.datasource.meta_sync.condition.sync"] == "true"
-
-
-def test_a_failed_emr_serverless_run_is_a_failure_with_its_details_and_logs():
-    """Stubber: the polling of dagster-aws's client, then our failure with EMR's reason."""
-    from cdc_lake.spark_jobs import CdcEMRServerlessClient
-
-    client = boto3.client("emr-serverless", region_name=REGION, aws_access_key_id="x",
-                          aws_secret_access_key="x")  # fmt: skip
-    ids = {"applicationId": "00fapp", "jobRunId": "00frun"}
-    run = {
-        **ids, "name": "cdc-lake-upsert",
-        "arn": "arn:aws:emr-serverless:us-east-1:123456789012:/applications/00fapp/jobruns/00frun",
-        "createdBy": "arn:aws:iam::123456789012:user/dagster", "createdAt": 0, "updatedAt": 0,
-        "executionRole": "arn:aws:iam::123456789012:role/cdc-lake-emr", "stateDetails": "-",
-        "releaseLabel": "emr-7.5.0", "jobDriver": {"sparkSubmit": {"entryPoint": "s3://b/e.py"}},
-    }  # fmt: skip
-    with Stubber(client) as stub:
-        stub.add_response("get_job_run", {"jobRun": {**run, "state": "PENDING"}}, ids)
-        failed = {**run, "state": "FAILED", "stateDetails": "Job failed: MalformedRawFileError"}
-        stub.add_response("get_job_run", {"jobRun": failed}, ids)
-        stub.add_response("get_dashboard_for_job_run", {"url": "https://dash/x"}, ids)
-        stub.add_response("get_job_run", {"jobRun": failed}, ids)
-        s3 = boto3.client("s3", region_name=REGION, aws_access_key_id="x",
-                          aws_secret_access_key="x")  # fmt: skip
-        pipes = CdcEMRServerlessClient(
-            client=client,
-            message_reader=PipesS3MessageReader(bucket="acme-cdc-lake", client=s3),
-            poll_interval=0,
-            log_uri="s3://acme-cdc-lake/emr-serverless-logs/",
-        )
-        with pytest.raises(dg.Failure) as info:
-            pipes._wait_for_completion(dg.build_asset_context(), ids)
-        stub.assert_no_pending_responses()
-    text = str(info.value.description)
-    assert "00frun FAILED" in text and "MalformedRawFileError" in text
-    assert "s3://acme-cdc-lake/emr-serverless-logs/applications/00fapp/jobs/00frun/" in text

@@ -1,4 +1,4 @@
-"""The lake's Spark jobs on EMR: a step on a running cluster and an EMR Serverless job run.
+"""The Spark launchers on EMR: a step on a running cluster and an EMR Serverless job run.
 
 moto's server plays the EMR control planes and ``EmrSimulator`` runs what they were sent on
 local Spark, from the code the resource uploaded, so the whole path is real but the cluster:
@@ -14,15 +14,15 @@ import boto3
 import dagster as dg
 import pytest
 from botocore.stub import Stubber
+from dagster_aws.pipes import PipesS3MessageReader
 from dagster_pipes import decode_param
 
-from cdc_lake.aws.emr_step import EmrStepFailed, PipesEMRStepClient
 from cdc_lake.defs.lake.assets import HUDI_KEY, cdc_events_hudi
 from cdc_lake.defs.marts.assets import ORDER_ITEMS_KEY, order_items
 from cdc_lake.lake.ingest import read_table
 from cdc_lake.raw.synthetic import SyntheticLake, event
-from cdc_lake.resources import local_resources
-from cdc_lake.spark_jobs import EmrServerlessSparkJobs, EmrStepSparkJobs
+from cdc_lake.resources.local import local_resources
+from cdc_lake.resources.spark import EmrServerlessLauncher, EmrStepLauncher
 from cdc_lake.stack import LocalStack
 from cdc_lake.stack.spark import HUDI_CONF
 from cdc_lake_tests.aws.conftest import REGION
@@ -66,9 +66,9 @@ def _cluster(moto_endpoint: str, log_bucket: str) -> str:
     )["JobFlowId"]
 
 
-def _step_jobs(local_stack: LocalStack, moto_endpoint: str, cluster_id: str) -> EmrStepSparkJobs:
+def _step_launcher(local_stack: LocalStack, moto_endpoint: str, cluster_id: str) -> EmrStepLauncher:
     s = local_stack.settings
-    return EmrStepSparkJobs(
+    return EmrStepLauncher(
         region=REGION,
         cluster_id=cluster_id,
         code_bucket=s.lake_bucket,
@@ -89,7 +89,7 @@ def test_emr_step_runs_the_same_job_and_reports_through_pipes(
     syn.put([event(1, 100, 1), event(2, 100, 2), event(1, 200, 3, shipped_date=10010)])
     syn.put([event(3, 150, 4), event(2, 300, 5, op="d", deleted=True)], partition=1)
     cluster_id = _cluster(moto_endpoint, s.lake_bucket)
-    resources = _resources(local_stack, syn, _step_jobs(local_stack, moto_endpoint, cluster_id))
+    resources = _resources(local_stack, syn, _step_launcher(local_stack, moto_endpoint, cluster_id))
     s3 = local_stack.service("s3").client()  # type: ignore[attr-defined]
 
     with EmrSimulator(s, s3, REGION) as sim:
@@ -159,7 +159,7 @@ def test_a_failed_step_is_a_dagster_failure_with_reason_and_logs(
     syn = _synthetic(local_stack)
     syn.put([event(1, 100, 1), '{"order_id": "not a number", "__source_ts_ms": 1}'])
     cluster_id = _cluster(moto_endpoint, s.lake_bucket)
-    resources = _resources(local_stack, syn, _step_jobs(local_stack, moto_endpoint, cluster_id))
+    resources = _resources(local_stack, syn, _step_launcher(local_stack, moto_endpoint, cluster_id))
     s3 = local_stack.service("s3").client()  # type: ignore[attr-defined]
 
     with EmrSimulator(s, s3, REGION) as sim:
@@ -182,36 +182,6 @@ def test_a_failed_step_is_a_dagster_failure_with_reason_and_logs(
     )  # fmt: skip
 
 
-def test_step_polling_to_failed_with_emr_failure_details():
-    """Stubber: every request is checked against EMR's service model."""
-    emr = boto3.client("emr", region_name=REGION, aws_access_key_id="x", aws_secret_access_key="x")
-    client = PipesEMRStepClient(emr, message_reader=None, region=REGION, poll_interval_s=0)  # type: ignore[arg-type]
-    ids = {"ClusterId": "j-ABC", "StepId": "s-1"}
-    with Stubber(emr) as stub:
-        for state in ("PENDING", "RUNNING"):
-            stub.add_response("describe_step",
-                              {"Step": {"Id": "s-1", "Name": "cdc-lake upsert",
-                                        "Status": {"State": state}}}, ids)  # fmt: skip
-        stub.add_response(
-            "describe_step",
-            {"Step": {"Id": "s-1", "Name": "cdc-lake upsert", "Status": {
-                "State": "FAILED",
-                "FailureDetails": {
-                    "Reason": "Unknown Error.",
-                    "Message": "Exception in thread main: MalformedRawFileError",
-                    "LogFile": "s3://logs/emr-logs/j-ABC/steps/s-1/stderr.gz",
-                }}}},
-            ids,
-        )  # fmt: skip
-        with pytest.raises(EmrStepFailed) as info:
-            client.wait_for_step(dg.build_asset_context(), "j-ABC", "s-1")
-        stub.assert_no_pending_responses()
-    text = str(info.value.description)
-    assert "s-1" in text and "FAILED" in text and "MalformedRawFileError" in text
-    assert "s3://logs/emr-logs/j-ABC/steps/s-1/stderr.gz" in text
-    assert info.value.metadata["log_file"].value == "s3://logs/emr-logs/j-ABC/steps/s-1/stderr.gz"
-
-
 def test_emr_serverless_job_run(
     local_stack: LocalStack, secret_env, moto_endpoint: str, monkeypatch
 ):
@@ -227,7 +197,7 @@ def test_emr_serverless_job_run(
     app_id = client.create_application(name="cdc-lake", releaseLabel="emr-7.5.0", type="SPARK")[
         "applicationId"
     ]
-    jobs = EmrServerlessSparkJobs(
+    jobs = EmrServerlessLauncher(
         region=REGION,
         application_id=app_id,
         execution_role_arn="arn:aws:iam::123456789012:role/cdc-lake-emr-serverless",
@@ -260,3 +230,39 @@ def test_emr_serverless_job_run(
     meta = result.get_asset_materialization_events()[0].materialization.metadata
     assert meta["records_inserted"].value == 2  # the older delete of 7 was ignored
     assert meta["AWS EMR Serverless Job Run ID"].value == run["id"]
+
+
+def test_a_failed_emr_serverless_run_is_a_failure_with_its_details_and_logs():
+    """Stubber: the polling of dagster-aws's client, then our failure with EMR's reason."""
+    from cdc_lake.resources.spark import CdcEMRServerlessClient
+
+    client = boto3.client("emr-serverless", region_name=REGION, aws_access_key_id="x",
+                          aws_secret_access_key="x")  # fmt: skip
+    ids = {"applicationId": "00fapp", "jobRunId": "00frun"}
+    run = {
+        **ids, "name": "cdc-lake-upsert",
+        "arn": "arn:aws:emr-serverless:us-east-1:123456789012:/applications/00fapp/jobruns/00frun",
+        "createdBy": "arn:aws:iam::123456789012:user/dagster", "createdAt": 0, "updatedAt": 0,
+        "executionRole": "arn:aws:iam::123456789012:role/cdc-lake-emr", "stateDetails": "-",
+        "releaseLabel": "emr-7.5.0", "jobDriver": {"sparkSubmit": {"entryPoint": "s3://b/e.py"}},
+    }  # fmt: skip
+    with Stubber(client) as stub:
+        stub.add_response("get_job_run", {"jobRun": {**run, "state": "PENDING"}}, ids)
+        failed = {**run, "state": "FAILED", "stateDetails": "Job failed: MalformedRawFileError"}
+        stub.add_response("get_job_run", {"jobRun": failed}, ids)
+        stub.add_response("get_dashboard_for_job_run", {"url": "https://dash/x"}, ids)
+        stub.add_response("get_job_run", {"jobRun": failed}, ids)
+        s3 = boto3.client("s3", region_name=REGION, aws_access_key_id="x",
+                          aws_secret_access_key="x")  # fmt: skip
+        pipes = CdcEMRServerlessClient(
+            client=client,
+            message_reader=PipesS3MessageReader(bucket="acme-cdc-lake", client=s3),
+            poll_interval=0,
+            log_uri="s3://acme-cdc-lake/emr-serverless-logs/",
+        )
+        with pytest.raises(dg.Failure) as info:
+            pipes._wait_for_completion(dg.build_asset_context(), ids)
+        stub.assert_no_pending_responses()
+    text = str(info.value.description)
+    assert "00frun FAILED" in text and "MalformedRawFileError" in text
+    assert "s3://acme-cdc-lake/emr-serverless-logs/applications/00fapp/jobs/00frun/" in text

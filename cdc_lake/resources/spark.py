@@ -1,12 +1,13 @@
-"""Where the lake's Spark jobs run: one interface, three implementations.
+"""The Spark launchers: where the lake's Spark apps run. One interface, three implementations.
 
-``SparkJobsResource.run(context, job, params)`` runs ``cdc_lake.spark_apps.run.run_app`` and
-returns its metadata and check results as Dagster objects:
+``SparkLauncher.run(context, app, params)`` runs the app (``upsert`` or ``order_items``) with
+``cdc_lake.spark_apps.run.run_app`` and returns its metadata and check results as Dagster
+objects (a "job" is a Dagster job; what runs on Spark is an app):
 
-- ``LocalSparkJobs``: in the Dagster process, on the PySpark resource's session (local Spark with
-  the Hudi bundle). The default.
-- ``EmrStepSparkJobs``: as a step on a running EMR cluster, through ``PipesEMRStepClient``.
-- ``EmrServerlessSparkJobs``: as an EMR Serverless job run, through dagster-aws's
+- ``LocalSparkLauncher``: in the Dagster process, on the PySpark resource's session (local
+  Spark with the Hudi bundle). The default.
+- ``EmrStepLauncher``: as a step on a running EMR cluster, through ``PipesEMRStepClient``.
+- ``EmrServerlessLauncher``: as an EMR Serverless job run, through dagster-aws's
   ``PipesEMRServerlessClient``.
 
 The EMR variants package the apps (``cdc_lake/spark_apps/package.py``), upload them to S3 by
@@ -49,7 +50,7 @@ _METADATA_TYPES = {
 
 
 @dataclass
-class JobOutcome:
+class SparkOutcome:
     metadata: dict[str, Any] = field(default_factory=dict)
     checks: list[dg.AssetCheckResult] = field(default_factory=list)
 
@@ -73,7 +74,7 @@ def to_metadata(raw: dict[str, dict[str, Any]]) -> dict[str, Any]:
     return {k: _METADATA_TYPES[v["type"]](v["raw_value"]) for k, v in raw.items()}
 
 
-def outcome_from_report(report: Any) -> JobOutcome:
+def outcome_from_report(report: Any) -> SparkOutcome:
     checks = [
         dg.AssetCheckResult(
             check_name=c["check_name"],
@@ -83,11 +84,11 @@ def outcome_from_report(report: Any) -> JobOutcome:
         )
         for c in report.checks
     ]
-    return JobOutcome(to_metadata(report.metadata), checks)
+    return SparkOutcome(to_metadata(report.metadata), checks)
 
 
-def outcome_from_pipes(invocation: PipesClientCompletedInvocation) -> JobOutcome:
-    outcome = JobOutcome()
+def outcome_from_pipes(invocation: PipesClientCompletedInvocation) -> SparkOutcome:
+    outcome = SparkOutcome()
     for result in invocation.get_results():
         if isinstance(result, dg.MaterializeResult):
             outcome.metadata |= dict(result.metadata or {})
@@ -106,39 +107,39 @@ def spark_submit_args(
     py_files: str, conf: dict[str, str], jars: tuple[str, ...] = EMR_HUDI_JARS
 ) -> list[str]:
     """spark-submit options shared by EMR steps and EMR Serverless: Hudi's session settings,
-    the image's Hudi bundle, the job zip, then the deployment's own confs (which win)."""
+    the image's Hudi bundle, the apps' zip, then the deployment's own confs (which win)."""
     args = ["--jars", ",".join(jars), "--py-files", py_files]
     for key, value in {**HUDI_CONF, **conf}.items():
         args += ["--conf", f"{key}={value}"]
     return args
 
 
-class SparkJobsResource(dg.ConfigurableResource):
-    """Runs a lake job (``upsert`` or ``order_items``) somewhere, returning its outcome."""
+class SparkLauncher(dg.ConfigurableResource):
+    """Runs a lake Spark app (``upsert`` or ``order_items``) somewhere, returning its outcome."""
 
     def run(
-        self, context: dg.AssetExecutionContext, job: str, params: dict[str, Any]
-    ) -> JobOutcome:
+        self, context: dg.AssetExecutionContext, app: str, params: dict[str, Any]
+    ) -> SparkOutcome:
         raise NotImplementedError
 
 
-class LocalSparkJobs(SparkJobsResource):
-    """The job in this process, on the PySpark resource's local Spark session. It is lazy: the
-    session starts with the first job, so a run that needs none starts no JVM."""
+class LocalSparkLauncher(SparkLauncher):
+    """The app in this process, on the PySpark resource's local Spark session. It is lazy: the
+    session starts with the first app, so a run that needs none starts no JVM."""
 
     pyspark: LazyPySparkResource
     s3: S3Resource
 
     def run(
-        self, context: dg.AssetExecutionContext, job: str, params: dict[str, Any]
-    ) -> JobOutcome:
+        self, context: dg.AssetExecutionContext, app: str, params: dict[str, Any]
+    ) -> SparkOutcome:
         from cdc_lake.spark_apps.run import run_app
 
-        report = run_app(self.pyspark.spark_session, self.s3.get_client(), job, params)
+        report = run_app(self.pyspark.spark_session, self.s3.get_client(), app, params)
         return outcome_from_report(report)
 
 
-class _EmrJobs(SparkJobsResource):
+class _EmrLauncher(SparkLauncher):
     region: str
     code_bucket: str
     code_prefix: str = "cdc-lake/code"
@@ -153,7 +154,7 @@ class _EmrJobs(SparkJobsResource):
         endpoint = self.s3_endpoint_url if service == "s3" else self.endpoint_url
         return boto3.client(service, region_name=self.region, endpoint_url=endpoint)
 
-    def upload_job(self, s3: Any) -> tuple[str, str]:
+    def upload_app(self, s3: Any) -> tuple[str, str]:
         with tempfile.TemporaryDirectory(prefix="cdc-lake-job-") as tmp:
             package = build_package(Path(tmp))
             return upload_package(s3, package, self.code_bucket, self.code_prefix)
@@ -164,32 +165,32 @@ class _EmrJobs(SparkJobsResource):
         )
 
 
-class EmrStepSparkJobs(_EmrJobs):
-    """The job as a step on a running EMR cluster (``add_job_flow_steps``), as the reference
+class EmrStepLauncher(_EmrLauncher):
+    """The app as a step on a running EMR cluster (``add_job_flow_steps``), as the reference
     design's ``aws emr add-steps``."""
 
     cluster_id: str
     deploy_mode: str = "cluster"
 
     def run(
-        self, context: dg.AssetExecutionContext, job: str, params: dict[str, Any]
-    ) -> JobOutcome:
+        self, context: dg.AssetExecutionContext, app: str, params: dict[str, Any]
+    ) -> SparkOutcome:
         s3 = self.client("s3")
-        entry_uri, zip_uri = self.upload_job(s3)
+        entry_uri, zip_uri = self.upload_app(s3)
         client = PipesEMRStepClient(
             self.client("emr"), self.message_reader(s3), self.region, self.poll_interval_s
         )
         invocation = client.run(
             context=context,
             cluster_id=self.cluster_id,
-            step_name=f"cdc-lake {job} (dagster run {context.run.run_id[:8]})",
+            step_name=f"cdc-lake {app} (dagster run {context.run.run_id[:8]})",
             entry_point=entry_uri,
             spark_submit_args=[
                 "--deploy-mode",
                 self.deploy_mode,
                 *spark_submit_args(zip_uri, self.spark_conf),
             ],
-            extras={"job": job, "params": params},
+            extras={"job": app, "params": params},  # the key entry.py reads
         )
         return outcome_from_pipes(invocation)
 
@@ -221,18 +222,18 @@ class CdcEMRServerlessClient(PipesEMRServerlessClient):
             ) from e
 
 
-class EmrServerlessSparkJobs(_EmrJobs):
-    """The job as an EMR Serverless job run (``start_job_run``) on a Spark application."""
+class EmrServerlessLauncher(_EmrLauncher):
+    """The app as an EMR Serverless job run (``start_job_run``) on a Spark application."""
 
     application_id: str
     execution_role_arn: str
     log_uri: str | None = None  # s3://... for the driver's and executors' logs
 
-    def start_params(self, job: str, entry_uri: str, zip_uri: str) -> dict[str, Any]:
+    def start_params(self, app: str, entry_uri: str, zip_uri: str) -> dict[str, Any]:
         params: dict[str, Any] = {
             "applicationId": self.application_id,
             "executionRoleArn": self.execution_role_arn,
-            "name": f"cdc-lake-{job}",
+            "name": f"cdc-lake-{app}",
             "jobDriver": {
                 "sparkSubmit": {
                     "entryPoint": entry_uri,
@@ -247,10 +248,10 @@ class EmrServerlessSparkJobs(_EmrJobs):
         return params
 
     def run(
-        self, context: dg.AssetExecutionContext, job: str, params: dict[str, Any]
-    ) -> JobOutcome:
+        self, context: dg.AssetExecutionContext, app: str, params: dict[str, Any]
+    ) -> SparkOutcome:
         s3 = self.client("s3")
-        entry_uri, zip_uri = self.upload_job(s3)
+        entry_uri, zip_uri = self.upload_app(s3)
         client = CdcEMRServerlessClient(
             client=self.client("emr-serverless"),
             message_reader=self.message_reader(s3),
@@ -259,7 +260,7 @@ class EmrServerlessSparkJobs(_EmrJobs):
         )
         invocation = client.run(
             context=context,
-            start_job_run_params=self.start_params(job, entry_uri, zip_uri),  # type: ignore[arg-type]
-            extras={"job": job, "params": params},
+            start_job_run_params=self.start_params(app, entry_uri, zip_uri),  # type: ignore[arg-type]
+            extras={"job": app, "params": params},  # the key entry.py reads
         )
         return outcome_from_pipes(invocation)

@@ -1,0 +1,104 @@
+"""The lake's resource: where the Hudi table and the order items live, and how they are written.
+
+It only builds parameters (plain JSON for the Spark apps, the same locally and on EMR) and,
+in production, registers the order items in Glue (idempotent: "created", "updated" or
+"unchanged"). Writing is the Spark launchers' part (``cdc_lake/resources/spark.py``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+import boto3
+import dagster as dg
+
+from cdc_lake.aws.glue import glue_sync_options, register_parquet_table
+from cdc_lake.lake.hudi import HudiTableConfig
+from cdc_lake.lake.ingest import DEFAULT_MAX_LINE_MB
+from cdc_lake.resources.streaming import CdcPipelineResource
+
+
+class LakeResource(dg.ConfigurableResource):
+    """Where the lake lives and how its Hudi table is written."""
+
+    lake_bucket: str
+    scheme: str = "s3a"  # Hadoop's filesystem scheme: s3a locally, s3 on EMR
+    table_prefix: str = "lake/cdc_events"
+    order_items_prefix: str = "marts/order_items"
+    quarantine_prefix: str = "quarantine/cdc_events"
+    table_type: str = "COPY_ON_WRITE"
+    partition_field: str = "order_year"
+    delete_mode: str = "hard"
+    quarantine: bool = False
+    # A longer raw line is a bad line ("line N is X MB, over the limit of Y MB"), not parsed.
+    max_line_mb: float = DEFAULT_MAX_LINE_MB
+    parallelism: int = 2
+    compaction_delta_commits: int = 5
+    index_type: str = "RECORD_INDEX"  # or GLOBAL_SIMPLE; both global
+    # Hudi's timeline server in the driver binds every interface: off locally, on for EMR.
+    embedded_timeline_server: bool = False
+    hudi_options: dict[str, str] = {}
+    # Production: Hudi meta sync into this Glue database; the order items are registered too.
+    glue_database: str | None = None
+    region: str = "us-east-1"
+
+    def uri(self, prefix: str) -> str:
+        return f"{self.scheme}://{self.lake_bucket}/{prefix}"
+
+    @property
+    def table_path(self) -> str:
+        return self.uri(self.table_prefix)
+
+    @property
+    def order_items_path(self) -> str:
+        return self.uri(self.order_items_prefix)
+
+    @property
+    def quarantine_path(self) -> str:
+        return self.uri(self.quarantine_prefix)
+
+    def table_config(self) -> HudiTableConfig:
+        return HudiTableConfig(
+            base_path=self.table_path,
+            table_type=self.table_type,
+            partition_field=self.partition_field,
+            delete_mode=self.delete_mode,
+            parallelism=self.parallelism,
+            compaction_delta_commits=self.compaction_delta_commits,
+            index_type=self.index_type,
+            embedded_timeline_server=self.embedded_timeline_server,
+            extra_options={**self.catalog_options(), **self.hudi_options},
+        )
+
+    def catalog_options(self) -> dict[str, str]:
+        if not self.glue_database:
+            return {}
+        return glue_sync_options(self.glue_database, "cdc_events", self.partition_field)
+
+    def upsert_params(
+        self, cdc: CdcPipelineResource, replay_from_offset: int | None = None
+    ) -> dict[str, Any]:
+        """The ``upsert`` job's parameters: plain JSON, the same for local Spark and EMR."""
+        return {
+            "raw_bucket": cdc.raw_bucket,
+            "raw_prefix": cdc.raw_prefix,
+            "topic": cdc.topic,
+            "replay_from_offset": replay_from_offset,
+            "scheme": self.scheme,
+            "table": asdict(self.table_config()),
+            "quarantine_path": self.quarantine_path if self.quarantine else None,
+            "max_line_mb": self.max_line_mb,
+        }
+
+    def order_items_params(self) -> dict[str, Any]:
+        return {"table_path": self.table_path, "items_path": self.order_items_path}
+
+    def register_order_items(self) -> str | None:
+        """Register the order items' Parquet in Glue (production); None when there is no Glue."""
+        if not self.glue_database:
+            return None
+        glue = boto3.client("glue", region_name=self.region)
+        return register_parquet_table(
+            glue, self.glue_database, "order_items", self.order_items_path
+        )

@@ -1,0 +1,166 @@
+"""The streaming resources: Kafka clients, where the connectors run, and the CDC pipeline's names.
+
+``ConnectResource`` is one interface with two implementations: a Kafka Connect REST endpoint
+(``KafkaConnectResource``, the local stack's or a self-managed one) and Amazon MSK Connect
+(``MskConnectResource``). Their clients deploy idempotently: an unchanged config is left alone.
+Secrets are never in a config: the replication password is a config-provider reference the
+Connect worker resolves, the Connect REST password an EnvVar read when a run starts.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import boto3
+import dagster as dg
+
+from cdc_lake.resources.source import PostgresResource
+from cdc_lake.streaming.connect_client import ConnectClient
+from cdc_lake.streaming.connect_config import (
+    DEFAULT_HEARTBEAT_INTERVAL_MS,
+    CdcConnectorSettings,
+    topic_name,
+)
+from cdc_lake.streaming.msk.client import MskConnectClient
+from cdc_lake.streaming.msk.settings import MskConnectSettings
+
+
+class KafkaResource(dg.ConfigurableResource):
+    """Kafka client settings, passed through to librdkafka.
+
+    ``msk_iam_region`` set: SASL_SSL with OAUTHBEARER tokens signed for MSK IAM auth by AWS's
+    ``aws-msk-iam-sasl-signer-python`` from the default credential chain (the instance or task
+    role), which is how clients reach MSK's IAM listener (port 9098)."""
+
+    bootstrap_servers: str
+    security_protocol: str = "PLAINTEXT"
+    sasl_mechanism: str | None = None
+    msk_iam_region: str | None = None
+
+    def client_conf(self) -> dict[str, Any]:
+        conf: dict[str, Any] = {
+            "bootstrap.servers": self.bootstrap_servers,
+            "security.protocol": self.security_protocol,
+        }
+        if self.sasl_mechanism:
+            conf["sasl.mechanism"] = self.sasl_mechanism
+        if self.msk_iam_region:
+            region = self.msk_iam_region
+
+            def token(_config: Any) -> tuple[str, float]:
+                from aws_msk_iam_sasl_signer import MSKAuthTokenProvider
+
+                value, expiry_ms = MSKAuthTokenProvider.generate_auth_token(region)
+                return value, expiry_ms / 1000
+
+            conf |= {
+                "security.protocol": "SASL_SSL",
+                "sasl.mechanism": "OAUTHBEARER",
+                "oauth_cb": token,
+            }
+        return conf
+
+
+class ConnectResource(dg.ConfigurableResource):
+    """Where the connectors run. ``client()`` answers ``connectors()``,
+    ``status(name) -> {"connector": {"state"}, "tasks": [{"id", "state", "trace"?}]} | None``
+    and ``deploy(name, config, timeout_s, log) -> (action, status)``."""
+
+    def client(self) -> Any:
+        raise NotImplementedError
+
+
+class KafkaConnectResource(ConnectResource):
+    """A Kafka Connect REST endpoint (the local stack's, or a self-managed one), with HTTP basic
+    auth when ``user`` is set (the password an EnvVar, read when a run starts)."""
+
+    url: str
+    timeout_s: float = 15.0
+    user: str | None = None
+    password: str | None = None
+
+    def client(self) -> ConnectClient:
+        password = self.password
+        if isinstance(password, dg.EnvVar):  # used outside a run (tests, scripts): read it now
+            password = password.get_value()
+        auth = (self.user, password or "") if self.user else None
+        return ConnectClient(self.url, timeout_s=self.timeout_s, auth=auth)
+
+
+class MskConnectResource(ConnectResource):
+    """Kafka Connect on Amazon MSK Connect (``CDC_LAKE_CONNECT_MODE=msk``). Its settings come
+    from the ``CDC_LAKE_MSK_*`` variables, read when a run starts; see
+    ``cdc_lake/streaming/msk/settings.py``."""
+
+    region: str
+    poll_s: float = 15.0
+    endpoint_url: str | None = None  # tests only
+
+    def client(self) -> MskConnectClient:
+        kc = boto3.client("kafkaconnect", region_name=self.region, endpoint_url=self.endpoint_url)
+        return MskConnectClient(kc, MskConnectSettings.from_env(os.environ), self.poll_s)
+
+
+class CdcPipelineResource(dg.ConfigurableResource):
+    """Names and knobs of the CDC pipeline: topic, connectors, buckets and prefixes."""
+
+    topic_prefix: str = "cdc"
+    slot_name: str = "cdc_lake_slot"
+    publication: str = "cdc_publication"
+    raw_bucket: str
+    raw_prefix: str = "cdc-events/"
+    lake_bucket: str
+    region: str = "us-east-1"
+    # A config-provider reference, resolved by the Connect worker: never the secret itself.
+    replication_password_ref: str = "${env:CDC_LAKE_REPLICATION_PASSWORD}"
+    # The S3 sink authenticates with the AWS SDK's default chain (the worker's environment
+    # locally, the service execution role on MSK Connect): no keys in its config.
+    s3_endpoint: str | None = None
+    flush_records: int = 1000
+    flush_interval_ms: int = 10_000
+    heartbeat_interval_ms: int = DEFAULT_HEARTBEAT_INTERVAL_MS
+    # The lag checks WARN past these: WAL the slot retains, records the sink has not committed,
+    # raw objects the lake has not ingested yet.
+    slot_lag_warn_bytes: int = 1 << 30
+    sink_lag_warn_records: int = 100_000
+    pending_objects_warn: int = 100
+    sample_scale: float = 1.0
+    sample_seed: int = 42
+    connector_timeout_s: float = 180.0
+
+    @property
+    def topic(self) -> str:
+        return topic_name(self.topic_prefix)
+
+    @property
+    def source_connector_name(self) -> str:
+        return f"{self.topic_prefix}-debezium-source"
+
+    @property
+    def sink_connector_name(self) -> str:
+        return f"{self.topic_prefix}-s3-sink"
+
+    @property
+    def sink_consumer_group(self) -> str:
+        """Connect's consumer group of the sink: its committed offsets are what is in S3."""
+        return f"connect-{self.sink_connector_name}"
+
+    def connector_settings(self, postgres: PostgresResource) -> CdcConnectorSettings:
+        return CdcConnectorSettings(
+            topic_prefix=self.topic_prefix,
+            pg_host=postgres.host,
+            pg_port=postgres.port,
+            pg_database=postgres.database,
+            replication_user=postgres.replication_user,
+            replication_password_ref=self.replication_password_ref,
+            raw_bucket=self.raw_bucket,
+            raw_prefix=self.raw_prefix,
+            region=self.region,
+            slot_name=self.slot_name,
+            publication=self.publication,
+            flush_records=self.flush_records,
+            flush_interval_ms=self.flush_interval_ms,
+            heartbeat_interval_ms=self.heartbeat_interval_ms,
+            s3_endpoint=self.s3_endpoint,
+        )
