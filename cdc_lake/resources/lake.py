@@ -7,7 +7,7 @@ in production, registers the order items in Glue (idempotent: "created", "update
 
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import MISSING, asdict, fields
 from typing import Any
 
 import boto3
@@ -18,26 +18,30 @@ from cdc_lake.lake.hudi import HudiTableConfig
 from cdc_lake.lake.ingest import DEFAULT_MAX_LINE_MB
 from cdc_lake.resources.streaming import CdcPipelineResource
 
+# How the Hudi table is written, and the defaults, are declared once, in HudiTableConfig.
+_TABLE = {f.name: f.default for f in fields(HudiTableConfig) if f.default is not MISSING}
+
 
 class LakeResource(dg.ConfigurableResource):
-    """Where the lake lives and how its Hudi table is written."""
+    """Where the lake lives and how its Hudi table is written. The fields it shares with
+    ``HudiTableConfig`` take their defaults from there, and are passed on by name."""
 
     lake_bucket: str
     scheme: str = "s3a"  # Hadoop's filesystem scheme: s3a locally, s3 on EMR
     table_prefix: str = "lake/cdc_events"
     order_items_prefix: str = "marts/order_items"
     quarantine_prefix: str = "quarantine/cdc_events"
-    table_type: str = "COPY_ON_WRITE"
-    partition_field: str = "order_year"
-    delete_mode: str = "hard"
+    table_type: str = _TABLE["table_type"]
+    partition_field: str = _TABLE["partition_field"]
+    delete_mode: str = _TABLE["delete_mode"]
     quarantine: bool = False
     # A longer raw line is a bad line ("line N is X MB, over the limit of Y MB"), not parsed.
     max_line_mb: float = DEFAULT_MAX_LINE_MB
-    parallelism: int = 2
-    compaction_delta_commits: int = 5
-    index_type: str = "RECORD_INDEX"  # or GLOBAL_SIMPLE; both global
+    parallelism: int = _TABLE["parallelism"]
+    compaction_delta_commits: int = _TABLE["compaction_delta_commits"]
+    index_type: str = _TABLE["index_type"]  # or GLOBAL_SIMPLE; both global
     # Hudi's timeline server in the driver binds every interface: off locally, on for EMR.
-    embedded_timeline_server: bool = False
+    embedded_timeline_server: bool = _TABLE["embedded_timeline_server"]
     hudi_options: dict[str, str] = {}
     # Production: Hudi meta sync into this Glue database; the order items are registered too.
     glue_database: str | None = None
@@ -59,16 +63,11 @@ class LakeResource(dg.ConfigurableResource):
         return self.uri(self.quarantine_prefix)
 
     def table_config(self) -> HudiTableConfig:
+        shared = {name: getattr(self, name) for name in _TABLE if name in type(self).model_fields}
         return HudiTableConfig(
             base_path=self.table_path,
-            table_type=self.table_type,
-            partition_field=self.partition_field,
-            delete_mode=self.delete_mode,
-            parallelism=self.parallelism,
-            compaction_delta_commits=self.compaction_delta_commits,
-            index_type=self.index_type,
-            embedded_timeline_server=self.embedded_timeline_server,
             extra_options={**self.catalog_options(), **self.hudi_options},
+            **shared,
         )
 
     def catalog_options(self) -> dict[str, str]:

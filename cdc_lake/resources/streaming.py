@@ -10,6 +10,7 @@ Connect worker resolves, the Connect REST password an EnvVar read when a run sta
 from __future__ import annotations
 
 import os
+from dataclasses import MISSING, fields
 from typing import Any
 
 import boto3
@@ -17,11 +18,7 @@ import dagster as dg
 
 from cdc_lake.resources.source import PostgresResource
 from cdc_lake.streaming.connect_client import ConnectClient
-from cdc_lake.streaming.connect_config import (
-    DEFAULT_HEARTBEAT_INTERVAL_MS,
-    CdcConnectorSettings,
-    topic_name,
-)
+from cdc_lake.streaming.connect_config import CdcConnectorSettings, connector_names, topic_name
 from cdc_lake.streaming.msk.client import MskConnectClient
 from cdc_lake.streaming.msk.settings import MskConnectSettings
 
@@ -102,24 +99,29 @@ class MskConnectResource(ConnectResource):
         return MskConnectClient(kc, MskConnectSettings.from_env(os.environ), self.poll_s)
 
 
-class CdcPipelineResource(dg.ConfigurableResource):
-    """Names and knobs of the CDC pipeline: topic, connectors, buckets and prefixes."""
+# The connectors' settings and their defaults are declared once, in CdcConnectorSettings.
+_CONNECTOR = {f.name: f.default for f in fields(CdcConnectorSettings) if f.default is not MISSING}
 
-    topic_prefix: str = "cdc"
-    slot_name: str = "cdc_lake_slot"
-    publication: str = "cdc_publication"
+
+class CdcPipelineResource(dg.ConfigurableResource):
+    """Names and knobs of the CDC pipeline: topic, connectors, buckets and prefixes. The fields
+    it shares with ``CdcConnectorSettings`` take their defaults from there."""
+
+    topic_prefix: str = _CONNECTOR["topic_prefix"]
+    slot_name: str = _CONNECTOR["slot_name"]
+    publication: str = _CONNECTOR["publication"]
     raw_bucket: str
-    raw_prefix: str = "cdc-events/"
+    raw_prefix: str = _CONNECTOR["raw_prefix"]
     lake_bucket: str
-    region: str = "us-east-1"
+    region: str = _CONNECTOR["region"]
     # A config-provider reference, resolved by the Connect worker: never the secret itself.
-    replication_password_ref: str = "${env:CDC_LAKE_REPLICATION_PASSWORD}"
+    replication_password_ref: str = _CONNECTOR["replication_password_ref"]
     # The S3 sink authenticates with the AWS SDK's default chain (the worker's environment
     # locally, the service execution role on MSK Connect): no keys in its config.
-    s3_endpoint: str | None = None
-    flush_records: int = 1000
-    flush_interval_ms: int = 10_000
-    heartbeat_interval_ms: int = DEFAULT_HEARTBEAT_INTERVAL_MS
+    s3_endpoint: str | None = _CONNECTOR["s3_endpoint"]
+    flush_records: int = _CONNECTOR["flush_records"]
+    flush_interval_ms: int = _CONNECTOR["flush_interval_ms"]
+    heartbeat_interval_ms: int = _CONNECTOR["heartbeat_interval_ms"]
     # The lag checks WARN past these: WAL the slot retains, records the sink has not committed,
     # raw objects the lake has not ingested yet.
     slot_lag_warn_bytes: int = 1 << 30
@@ -135,11 +137,11 @@ class CdcPipelineResource(dg.ConfigurableResource):
 
     @property
     def source_connector_name(self) -> str:
-        return f"{self.topic_prefix}-debezium-source"
+        return connector_names(self.topic_prefix)[0]
 
     @property
     def sink_connector_name(self) -> str:
-        return f"{self.topic_prefix}-s3-sink"
+        return connector_names(self.topic_prefix)[1]
 
     @property
     def sink_consumer_group(self) -> str:
@@ -148,19 +150,10 @@ class CdcPipelineResource(dg.ConfigurableResource):
 
     def connector_settings(self, postgres: PostgresResource) -> CdcConnectorSettings:
         return CdcConnectorSettings(
-            topic_prefix=self.topic_prefix,
             pg_host=postgres.host,
             pg_port=postgres.port,
             pg_database=postgres.database,
             replication_user=postgres.replication_user,
-            replication_password_ref=self.replication_password_ref,
             raw_bucket=self.raw_bucket,
-            raw_prefix=self.raw_prefix,
-            region=self.region,
-            slot_name=self.slot_name,
-            publication=self.publication,
-            flush_records=self.flush_records,
-            flush_interval_ms=self.flush_interval_ms,
-            heartbeat_interval_ms=self.heartbeat_interval_ms,
-            s3_endpoint=self.s3_endpoint,
+            **{name: getattr(self, name) for name in _CONNECTOR},
         )

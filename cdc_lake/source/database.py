@@ -29,6 +29,7 @@ from cdc_lake.stack.settings import project_root
 
 SCHEMA = "datalake"
 OUTBOX = "cdc_events"
+# Created by sql/002_outbox.sql (plain SQL, so it names it too); Debezium reads it.
 PUBLICATION = "cdc_publication"
 HEARTBEAT = "cdc_heartbeat"
 SIGNAL = "debezium_signal"

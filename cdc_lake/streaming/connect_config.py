@@ -25,6 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from cdc_lake.source.database import PUBLICATION
 from cdc_lake.stack.settings import StackSettings, project_root
 
 PLACEHOLDER = re.compile(r"\{\{\s*([a-z0-9_]+)\s*\}\}")
@@ -49,6 +50,12 @@ def connectors_dir() -> Path:
 def topic_name(topic_prefix: str) -> str:
     """Debezium's topic for the outbox table: ``<prefix>.datalake.cdc_events``."""
     return f"{topic_prefix}.{SCHEMA_TABLE}"
+
+
+def connector_names(topic_prefix: str) -> tuple[str, str]:
+    """(source, sink): the connectors' names, the same on every Connect. The sink's consumer
+    group is ``connect-<sink>``."""
+    return f"{topic_prefix}-debezium-source", f"{topic_prefix}-s3-sink"
 
 
 def render_connector_config(template: str | Path, values: Mapping[str, object]) -> dict[str, str]:
@@ -83,21 +90,23 @@ def render_connector_config(template: str | Path, values: Mapping[str, object]) 
     return rendered
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class CdcConnectorSettings:
-    """Everything the two connectors need, for any environment."""
+    """Everything the two connectors need, for any environment. The defaults are the
+    pipeline's: ``CdcPipelineResource`` takes its own from here."""
 
-    topic_prefix: str
     pg_host: str
     pg_port: int
     pg_database: str
     replication_user: str
-    replication_password_ref: str
     raw_bucket: str
-    raw_prefix: str
-    region: str
+    topic_prefix: str = "cdc"
+    # A config-provider reference, resolved by the Connect worker: never the secret itself.
+    replication_password_ref: str = "${env:CDC_LAKE_REPLICATION_PASSWORD}"
+    raw_prefix: str = "cdc-events/"
+    region: str = "us-east-1"
     slot_name: str = "cdc_lake_slot"
-    publication: str = "cdc_publication"
+    publication: str = PUBLICATION
     flush_records: int = 1000
     flush_interval_ms: int = 10_000
     heartbeat_interval_ms: int = DEFAULT_HEARTBEAT_INTERVAL_MS
@@ -116,9 +125,7 @@ class CdcConnectorSettings:
             pg_port=settings.port("postgres"),
             pg_database=settings.pg_database,
             replication_user=settings.replication_user,
-            replication_password_ref="${env:CDC_LAKE_REPLICATION_PASSWORD}",
             raw_bucket=settings.raw_bucket,
-            raw_prefix="cdc-events/",
             region=settings.region,
             s3_endpoint=settings.s3_endpoint,
         )

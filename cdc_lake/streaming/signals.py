@@ -33,6 +33,7 @@ from collections.abc import Sequence
 
 from psycopg2.extensions import connection as PgConnection
 
+from cdc_lake.source.database import PUBLICATION
 from cdc_lake.streaming.connect_config import SCHEMA_TABLE
 
 SIGNAL_TABLE = "datalake.debezium_signal"
@@ -72,7 +73,7 @@ def _order_id(value: object) -> int:
 
 
 def request_snapshot(
-    conn: PgConnection, order_ids: Sequence[int] | None, publication: str = "cdc_publication"
+    conn: PgConnection, order_ids: Sequence[int] | None, publication: str = PUBLICATION
 ) -> str:
     """Insert an incremental-snapshot signal for these orders (None: all) and commit; returns
     the signal's id. Fails, inserting nothing, if the publication does not carry the signal

@@ -3,6 +3,8 @@ items' registration in Glue, against moto's server."""
 
 from __future__ import annotations
 
+from dataclasses import fields
+
 import boto3
 import pytest
 
@@ -48,3 +50,19 @@ def test_order_items_are_registered_in_glue(moto_endpoint: str, monkeypatch):
     assert register_parquet_table(glue, "datalake", "order_items", "s3://elsewhere/x") == "updated"
     moved = glue.get_table(DatabaseName="datalake", Name="order_items")["Table"]
     assert moved["StorageDescriptor"]["Location"] == "s3://elsewhere/x"
+
+
+def test_the_table_settings_defaults_are_hudi_table_configs():
+    """Declared once: the resource's table settings default to HudiTableConfig's, and reach it."""
+    shared = {f.name for f in fields(HudiTableConfig)} & set(LakeResource.model_fields)
+    assert shared >= {
+        "table_type", "partition_field", "delete_mode", "parallelism",
+        "compaction_delta_commits", "index_type", "embedded_timeline_server",
+    }  # fmt: skip
+    lake, table = LakeResource(lake_bucket="b"), HudiTableConfig(base_path="s3a://b/t")
+    for name in shared:
+        assert getattr(lake, name) == getattr(table, name), name
+    assert lake.table_config() == HudiTableConfig(base_path=lake.table_path)
+    moved = LakeResource(lake_bucket="b", table_type="MERGE_ON_READ", parallelism=7)
+    assert (moved.table_config().table_type, moved.table_config().parallelism) == (
+        "MERGE_ON_READ", 7)  # fmt: skip
