@@ -30,10 +30,11 @@ from cdc_lake.defs.raw.assets import raw_cdc_files
 from cdc_lake.defs.source.assets import cdc_events_outbox
 from cdc_lake.defs.streaming.assets import cdc_events_topic
 from cdc_lake.lake.ingest import RawSource, ingest_new_files
-from cdc_lake.resources.local import local_resources, local_secret_env
+from cdc_lake.resources.local import local_resources
 from cdc_lake.source.workload import Change, Workload
 from cdc_lake.stack import LocalStack
 from cdc_lake.stack.services import Postgres
+from cdc_lake.stack.settings import local_secret_env
 from cdc_lake.streaming.topics import end_offsets
 
 

@@ -104,11 +104,11 @@ def worker(cfg: dict[str, Any]) -> dict[str, Any]:
     from cdc_lake.lake import transforms as T
     from cdc_lake.lake.checkpoint import Checkpoint
     from cdc_lake.lake.checkpoint import plan as read_plan
-    from cdc_lake.lake.hudi import HudiTableConfig
+    from cdc_lake.lake.hudi import HUDI_CONF, HudiTableConfig
     from cdc_lake.lake.ingest import RawSource, ingest_new_files, read_lines, read_table
     from cdc_lake.lake.ordering import ORDERING_FIELD, RECORD_KEY, latest_per_key
     from cdc_lake.stack import LocalStack, StackSettings
-    from cdc_lake.stack.spark import HUDI_CONF, build_spark_session
+    from cdc_lake.stack.spark import build_spark_session
 
     settings = StackSettings.from_env(
         state_dir=Path(cfg["state_dir"]), port_base=cfg["port_base"], jars_dir=Path(cfg["jars"])

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cdc_lake.stack.process import PidFile, pid_alive, spawn, tail, terminate
-from cdc_lake.stack.settings import StackSettings, project_root
+from cdc_lake.stack.settings import StackSettings, local_secret_env, project_root
 
 if TYPE_CHECKING:
     import dagster as dg
@@ -83,8 +83,6 @@ def _create_storage(home: Path) -> None:
 
 def dagster_env(settings: StackSettings, home: Path) -> dict[str, str]:
     """The variables a Dagster process on this stack needs, secrets included (environment only)."""
-    from cdc_lake.resources.local import local_secret_env
-
     env = local_secret_env(settings) | {
         "DAGSTER_HOME": str(home),
         "CDC_LAKE_STATE_DIR": str(settings.state_dir),

@@ -36,7 +36,8 @@ def replay(
     from cdc_lake.defs.marts.assets import order_items
     from cdc_lake.instance import configured_home
     from cdc_lake.resources import build_resources
-    from cdc_lake.resources.local import local_resources, local_secret_env
+    from cdc_lake.resources.local import local_resources
+    from cdc_lake.stack.settings import local_secret_env
 
     local = os.environ.get("CDC_LAKE_ENV", "local") == "local"
     if local:

@@ -113,7 +113,7 @@ def processes_using(state_dir: Path) -> list[tuple[int, str]]:
 @pytest.fixture(scope="session")
 def secret_env(local_stack: LocalStack) -> Iterator[dict[str, str]]:
     """The resources' EnvVars, set as `dagster dev` would get them from .env."""
-    from cdc_lake.resources.local import local_secret_env
+    from cdc_lake.stack.settings import local_secret_env
 
     values = local_secret_env(local_stack.settings)
     saved = {k: os.environ.get(k) for k in values}

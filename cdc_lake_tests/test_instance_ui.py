@@ -14,9 +14,8 @@ import urllib.request
 from pathlib import Path
 
 from cdc_lake.instance import default_home, ui_command
-from cdc_lake.resources.local import local_secret_env
 from cdc_lake.stack import LocalStack
-from cdc_lake.stack.settings import project_root
+from cdc_lake.stack.settings import local_secret_env, project_root
 
 LOCATIONS = "{ workspaceOrError { ... on Workspace { locationEntries { name locationOrLoadError { __typename } } } } }"  # noqa: E501
 

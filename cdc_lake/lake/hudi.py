@@ -35,6 +35,16 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 
+# The Spark session settings Hudi needs (Kryo with Hudi's registrar, its SQL extension and
+# catalog): the local session and the EMR launchers' spark-submit both start from these.
+HUDI_CONF = {
+    "spark.serializer": "org.apache.spark.serializer.KryoSerializer",
+    "spark.kryo.registrator": "org.apache.spark.HoodieSparkKryoRegistrar",
+    "spark.sql.extensions": "org.apache.spark.sql.hudi.HoodieSparkSessionExtension",
+    "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.hudi.catalog.HoodieCatalog",
+}
+
+
 @dataclass(frozen=True)
 class HudiTableConfig:
     base_path: str

@@ -1,7 +1,8 @@
 """The local stack's resource set (``CDC_LAKE_ENV=local``, the default).
 
-Secrets are ``dg.EnvVar``s naming the variables of ``local_secret_env``; their values come from
-the stack's credentials, in ``.env`` (``cdc-lake stack up``) or the calling process.
+Secrets are ``dg.EnvVar``s naming the variables of ``cdc_lake.stack.settings.local_secret_env``;
+their values come from the stack's credentials, in ``.env`` (``cdc-lake stack up``) or the calling
+process. ``local_connector_settings`` gives the connectors' settings these resources deploy.
 """
 
 from __future__ import annotations
@@ -22,19 +23,37 @@ from cdc_lake.resources.streaming import (
 )
 from cdc_lake.stack.settings import StackSettings
 from cdc_lake.stack.spark import spark_conf
+from cdc_lake.streaming.connect_config import CdcConnectorSettings
 
 
-def local_secret_env(settings: StackSettings) -> dict[str, str]:
-    c = settings.credentials
-    return {
-        "CDC_LAKE_PG_PASSWORD": c.pg_password,
-        "CDC_LAKE_S3_ACCESS_KEY": c.s3_access_key,
-        "CDC_LAKE_S3_SECRET_KEY": c.s3_secret_key,
-        "CDC_LAKE_CONNECT_PASSWORD": c.connect_password,
-        # Read by Spark's s3a (EnvironmentVariableCredentialsProvider) in the JVM.
-        "AWS_ACCESS_KEY_ID": c.s3_access_key,
-        "AWS_SECRET_ACCESS_KEY": c.s3_secret_key,
-    }
+def local_postgres(s: StackSettings, database: str | None = None) -> PostgresResource:
+    return PostgresResource(
+        host=s.host,
+        port=s.port("postgres"),
+        database=s.pg_database if database is None else database,
+        user=s.pg_user,
+        password=dg.EnvVar("CDC_LAKE_PG_PASSWORD"),
+        replication_user=s.replication_user,
+        sslmode="disable",
+    )
+
+
+def local_pipeline(s: StackSettings, **pipeline: Any) -> CdcPipelineResource:
+    return CdcPipelineResource(
+        **{
+            "raw_bucket": s.raw_bucket,
+            "lake_bucket": s.lake_bucket,
+            "region": s.region,
+            "s3_endpoint": s.s3_endpoint,
+            **pipeline,
+        }
+    )
+
+
+def local_connector_settings(s: StackSettings, topic_prefix: str = "cdc") -> CdcConnectorSettings:
+    """The connectors' settings on the local stack, as the local resources deploy them. The
+    password is a reference (the stack starts the Connect worker with its variable set)."""
+    return local_pipeline(s, topic_prefix=topic_prefix).connector_settings(local_postgres(s))
 
 
 def local_resources(
@@ -42,7 +61,7 @@ def local_resources(
 ) -> dict[str, Any]:
     """The local stack's resource set. Secrets are EnvVars; ``local_secret_env`` has values."""
     s = settings or StackSettings.from_env()
-    # Lazy: the JVM starts with the first Spark job, not with every run that could use one.
+    # Lazy: the JVM starts with the first Spark app, not with every run that could use one.
     pyspark = LazyPySparkResource(spark_config=spark_conf(s))
     s3 = S3Resource(
         endpoint_url=s.s3_endpoint,
@@ -55,15 +74,7 @@ def local_resources(
         "pyspark": pyspark,
         "spark_jobs": LocalSparkLauncher(pyspark=pyspark, s3=s3),
         "lake": LakeResource(**{"lake_bucket": s.lake_bucket, **(lake or {})}),
-        "postgres": PostgresResource(
-            host=s.host,
-            port=s.port("postgres"),
-            database=pipeline.pop("database", s.pg_database),
-            user=s.pg_user,
-            password=dg.EnvVar("CDC_LAKE_PG_PASSWORD"),
-            replication_user=s.replication_user,
-            sslmode="disable",
-        ),
+        "postgres": local_postgres(s, pipeline.pop("database", None)),
         "kafka": KafkaResource(bootstrap_servers=s.kafka_bootstrap),
         "kafka_connect": KafkaConnectResource(
             url=s.connect_url,
@@ -71,13 +82,5 @@ def local_resources(
             password=dg.EnvVar("CDC_LAKE_CONNECT_PASSWORD"),
         ),
         "s3": s3,
-        "cdc": CdcPipelineResource(
-            **{
-                "raw_bucket": s.raw_bucket,
-                "lake_bucket": s.lake_bucket,
-                "region": s.region,
-                "s3_endpoint": s.s3_endpoint,
-                **pipeline,
-            }
-        ),
+        "cdc": local_pipeline(s, **pipeline),
     }

@@ -31,8 +31,8 @@ from dagster_aws.s3 import S3Resource
 from dagster_pyspark import LazyPySparkResource
 
 from cdc_lake.aws.emr_step import PipesEMRStepClient
+from cdc_lake.lake.hudi import HUDI_CONF
 from cdc_lake.spark_apps.package import build_package, upload_package
-from cdc_lake.stack.spark import HUDI_CONF
 
 # The Hudi bundle of the EMR release (EMR 7.x: Spark 3.5), on every node of the image.
 EMR_HUDI_JARS = ("/usr/lib/hudi/hudi-spark-bundle.jar",)

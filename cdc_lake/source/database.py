@@ -25,7 +25,6 @@ from psycopg2 import sql
 from psycopg2.extensions import connection as PgConnection
 
 from cdc_lake.source.generator import NorthwindGenerator, RowStream
-from cdc_lake.stack.settings import project_root
 
 SCHEMA = "datalake"
 OUTBOX = "cdc_events"
@@ -36,7 +35,10 @@ SIGNAL = "debezium_signal"
 
 
 def sql_dir() -> Path:
-    return project_root() / "sql"
+    """``sql/`` of the checkout this package runs from; for an installed package (the SQL is not
+    package data), of the working directory."""
+    checkout = Path(__file__).resolve().parents[2] / "sql"
+    return checkout if checkout.is_dir() else Path.cwd() / "sql"
 
 
 def sql_files() -> list[Path]:

@@ -183,3 +183,19 @@ class StackSettings:
 
     def spark_jars(self) -> list[Path]:
         return sorted(self.classpath_dir("spark").glob("*.jar"))
+
+
+def local_secret_env(settings: StackSettings) -> dict[str, str]:
+    """The stack's credentials under the variable names the local resources' EnvVars (and
+    s3a in Spark's JVM) read. Values are secrets: for a process's environment or the
+    mode-0600 ``.env``, never for argv or logs."""
+    c = settings.credentials
+    return {
+        "CDC_LAKE_PG_PASSWORD": c.pg_password,
+        "CDC_LAKE_S3_ACCESS_KEY": c.s3_access_key,
+        "CDC_LAKE_S3_SECRET_KEY": c.s3_secret_key,
+        "CDC_LAKE_CONNECT_PASSWORD": c.connect_password,
+        # Read by Spark's s3a (EnvironmentVariableCredentialsProvider) in the JVM.
+        "AWS_ACCESS_KEY_ID": c.s3_access_key,
+        "AWS_SECRET_ACCESS_KEY": c.s3_secret_key,
+    }

@@ -19,6 +19,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from cdc_lake.lake.hudi import HUDI_CONF
 from cdc_lake.stack.process import StackError
 from cdc_lake.stack.settings import StackSettings
 
@@ -38,13 +39,6 @@ DRIVER_JAVA_OPTIONS = (
 )
 SIMPLE_PROVIDER = "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider"
 ENV_PROVIDER = "com.amazonaws.auth.EnvironmentVariableCredentialsProvider"
-
-HUDI_CONF = {
-    "spark.serializer": "org.apache.spark.serializer.KryoSerializer",
-    "spark.kryo.registrator": "org.apache.spark.HoodieSparkKryoRegistrar",
-    "spark.sql.extensions": "org.apache.spark.sql.hudi.HoodieSparkSessionExtension",
-    "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.hudi.catalog.HoodieCatalog",
-}
 
 
 def s3a_conf(endpoint: str, region: str, provider: str = ENV_PROVIDER) -> dict[str, str]:

@@ -30,7 +30,7 @@ from cdc_lake.stack.process import (
     wait_until,
 )
 from cdc_lake.stack.services import Service, all_services
-from cdc_lake.stack.settings import PORT_OFFSETS, StackSettings, project_root
+from cdc_lake.stack.settings import PORT_OFFSETS, StackSettings, local_secret_env, project_root
 
 
 @dataclass
@@ -107,8 +107,6 @@ class LocalStack:
     def write_env_file(self) -> None:
         """The resources' secrets as ``.env`` at the project root, which ``dagster dev`` loads;
         only for the project's own stack (default state directory)."""
-        from cdc_lake.resources.local import local_secret_env
-
         if self.settings.state_dir != (project_root() / ".cdc-lake").resolve():
             return
         path = project_root() / ".env"

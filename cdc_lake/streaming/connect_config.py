@@ -26,7 +26,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cdc_lake.source.database import PUBLICATION
-from cdc_lake.stack.settings import StackSettings, project_root
 
 PLACEHOLDER = re.compile(r"\{\{\s*([a-z0-9_]+)\s*\}\}")
 SCHEMA_TABLE = "datalake.cdc_events"
@@ -44,7 +43,10 @@ class ConnectorConfigError(ValueError):
 
 
 def connectors_dir() -> Path:
-    return project_root() / "connectors"
+    """``connectors/`` of the checkout this package runs from; for an installed package (the
+    templates are not package data), of the working directory."""
+    checkout = Path(__file__).resolve().parents[2] / "connectors"
+    return checkout if checkout.is_dir() else Path.cwd() / "connectors"
 
 
 def topic_name(topic_prefix: str) -> str:
@@ -115,20 +117,6 @@ class CdcConnectorSettings:
     @property
     def topic(self) -> str:
         return topic_name(self.topic_prefix)
-
-    @staticmethod
-    def local(settings: StackSettings, topic_prefix: str = "cdc") -> CdcConnectorSettings:
-        # Refs, not secrets: the stack starts the Connect worker with these variables set.
-        return CdcConnectorSettings(
-            topic_prefix=topic_prefix,
-            pg_host=settings.host,
-            pg_port=settings.port("postgres"),
-            pg_database=settings.pg_database,
-            replication_user=settings.replication_user,
-            raw_bucket=settings.raw_bucket,
-            region=settings.region,
-            s3_endpoint=settings.s3_endpoint,
-        )
 
     def debezium(self) -> dict[str, str]:
         return render_connector_config(

@@ -19,12 +19,12 @@ from dagster_pipes import decode_param
 
 from cdc_lake.defs.lake.assets import HUDI_KEY, cdc_events_hudi
 from cdc_lake.defs.marts.assets import ORDER_ITEMS_KEY, order_items
+from cdc_lake.lake.hudi import HUDI_CONF
 from cdc_lake.lake.ingest import read_table
 from cdc_lake.raw.synthetic import SyntheticLake, event
 from cdc_lake.resources.local import local_resources
 from cdc_lake.resources.spark import EmrServerlessLauncher, EmrStepLauncher
 from cdc_lake.stack import LocalStack
-from cdc_lake.stack.spark import HUDI_CONF
 from cdc_lake_tests.aws.conftest import REGION
 from cdc_lake_tests.aws.emr_sim import EmrSimulator
 

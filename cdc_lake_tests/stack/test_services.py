@@ -12,10 +12,10 @@ import psycopg2
 import pytest
 from psycopg2.extras import LogicalReplicationConnection
 
+from cdc_lake.resources.local import local_connector_settings
 from cdc_lake.stack import LocalStack
 from cdc_lake.stack.services import KafkaConnect
 from cdc_lake.streaming.connect_client import ConnectClient, ConnectError, basic_auth_header
-from cdc_lake.streaming.connect_config import CdcConnectorSettings
 
 
 def _status(url: str, method: str = "GET", headers: dict[str, str] | None = None) -> int:
@@ -59,7 +59,7 @@ def test_validate_cannot_echo_a_variable_the_connectors_do_not_need(local_stack:
     # CDC_LAKE_S3_SECRET_KEY as before; the AWS keys are in the worker's environment (the S3
     # sink's AWS SDK reads them) but not allowed; HOME is any other variable.
     for name in ("CDC_LAKE_S3_SECRET_KEY", "AWS_SECRET_ACCESS_KEY", "AWS_ACCESS_KEY_ID", "HOME"):
-        config = CdcConnectorSettings.local(s, topic_prefix="echo").debezium()
+        config = local_connector_settings(s, topic_prefix="echo").debezium()
         config |= {"name": "echo-probe", "database.dbname": f"${{env:{name}}}"}
         status, payload = client.request(
             "PUT", "/connector-plugins/PostgresConnector/config/validate", config

@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from cdc_lake.resources.local import local_connector_settings
 from cdc_lake.stack import StackSettings
 from cdc_lake.streaming.connect_config import (
     CdcConnectorSettings,
@@ -17,7 +18,7 @@ from cdc_lake.streaming.connect_config import (
 
 @pytest.fixture
 def settings(tmp_path) -> CdcConnectorSettings:
-    return CdcConnectorSettings.local(StackSettings.from_env(state_dir=tmp_path, port_base=20000))
+    return local_connector_settings(StackSettings.from_env(state_dir=tmp_path, port_base=20000))
 
 
 def test_debezium_config(settings: CdcConnectorSettings):

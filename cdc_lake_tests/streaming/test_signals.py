@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from cdc_lake.cli import main
+from cdc_lake.resources.local import local_connector_settings
 from cdc_lake.source.database import sql_files
 from cdc_lake.stack import StackSettings
-from cdc_lake.streaming.connect_config import CdcConnectorSettings
 from cdc_lake.streaming.signals import SIGNAL_TABLE, execute_snapshot_data
 
 
@@ -38,7 +38,7 @@ def test_only_integer_order_ids_reach_the_filter(bad: list):
 
 
 def test_connector_and_sql_agree_on_debezium_tables(tmp_path):
-    cfg = CdcConnectorSettings.local(
+    cfg = local_connector_settings(
         StackSettings.from_env(state_dir=tmp_path, port_base=20000)
     ).debezium()
     assert cfg["signal.data.collection"] == SIGNAL_TABLE

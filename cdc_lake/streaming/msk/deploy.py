@@ -33,7 +33,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from cdc_lake.streaming.connect_config import CdcConnectorSettings
+from cdc_lake.streaming.connect_config import CdcConnectorSettings, connector_names
 from cdc_lake.streaming.msk.api import MskConnectError, Sleep, find_by_name, poll
 from cdc_lake.streaming.msk.plugins import (
     MskPluginDirs,
@@ -42,7 +42,7 @@ from cdc_lake.streaming.msk.plugins import (
     plugin_archives,
 )
 from cdc_lake.streaming.msk.secrets import check_no_literal_secrets
-from cdc_lake.streaming.msk.settings import MskConnectSettings, connector_names
+from cdc_lake.streaming.msk.settings import MskConnectSettings
 
 CONNECTOR_HINTS = {
     "FAILED": ". Fix: read the worker logs (CDC_LAKE_MSK_LOG_GROUP); MSK Connect cannot update "

@@ -28,8 +28,8 @@ STRING_CONVERTER = "org.apache.kafka.connect.storage.StringConverter"
 IAM_BOOTSTRAP_PORTS = ("9098", "9198")  # MSK's IAM listeners: in the VPC, and public access
 MCU_COUNTS = (1, 2, 4, 8)
 
-# (field, variable names, required). A later name is a fallback shared with the prod resources
-# (cdc_lake/resources/prod.py), so both paths agree on the region, brokers and secret.
+# (field, variable names, required). A later name is a fallback shared with the prod resource
+# set, so both paths agree on the region, brokers and secret.
 ENV_VARS: tuple[tuple[str, tuple[str, ...], bool], ...] = (
     ("region", ("CDC_LAKE_AWS_REGION", "AWS_REGION"), True),
     ("bootstrap_servers", ("CDC_LAKE_MSK_BOOTSTRAP", "CDC_LAKE_KAFKA_BOOTSTRAP"), True),
@@ -257,9 +257,3 @@ def connector_settings_from_env(
         raw_prefix=environ.get("CDC_LAKE_RAW_PREFIX", "").strip() or "cdc-events/",
         region=msk.region,
     )
-
-
-def connector_names(topic_prefix: str) -> tuple[str, str]:
-    """(source, sink): the names CdcPipelineResource gives them, so the sink's consumer group
-    is ``connect-<sink>`` on MSK Connect too."""
-    return f"{topic_prefix}-debezium-source", f"{topic_prefix}-s3-sink"
