@@ -190,27 +190,15 @@ def cmd_msk_deploy(
 ) -> int:
     from botocore.exceptions import BotoCoreError, ClientError
 
+    from cdc_lake.resources.prod import msk_deploy_settings
     from cdc_lake.streaming.msk.api import MskConnectError
     from cdc_lake.streaming.msk.deploy import deploy_to_msk_connect, render_msk_configs
     from cdc_lake.streaming.msk.plugins import plugin_archives
-    from cdc_lake.streaming.msk.settings import (
-        SOURCE_ENV_REQUIRED,
-        MskConnectSettings,
-        connector_settings_from_env,
-        missing_env_error,
-        missing_msk_env,
-    )
 
     env = os.environ if environ is None else environ
     try:
-        # Both halves' missing variables in one message, not one half after the other.
-        missing = missing_msk_env(env) + [
-            n for n in SOURCE_ENV_REQUIRED if not env.get(n, "").strip()
-        ]
-        if missing:
-            raise missing_env_error(missing)
-        msk = MskConnectSettings.from_env(env)
-        connectors = connector_settings_from_env(env, msk)
+        # Read as the prod resources read them; both halves' missing variables in one message.
+        msk, connectors = msk_deploy_settings(env)
         provider_dir = args.config_provider_dir or env.get("CDC_LAKE_MSK_CONFIG_PROVIDER_DIR")
         if not provider_dir:
             raise ValueError(
@@ -261,7 +249,7 @@ def add_msk_cli(subparsers: Any) -> None:
         help="create or update the plugins, worker configuration and both connectors",
         description="Settings come from CDC_LAKE_AWS_REGION, CDC_LAKE_MSK_* and the source's "
         "CDC_LAKE_PG_HOST, CDC_LAKE_PG_DATABASE, CDC_LAKE_RAW_BUCKET (see "
-        "cdc_lake/streaming/msk/settings.py).",
+        "cdc_lake/resources/prod.py and cdc_lake/streaming/msk/settings.py).",
     )
     deploy.add_argument(
         "--config-provider-dir",

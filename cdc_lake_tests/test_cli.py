@@ -51,6 +51,16 @@ def test_cli_names_the_msk_and_the_source_variables_in_one_message(capsys):
     assert "CDC_LAKE_PG_HOST" not in err
 
 
+def test_cli_names_a_bad_port_as_the_prod_resources_do(capsys):
+    """The source side is read by the prod resources' parser: "" is unset, a bad value named."""
+    args = parse(["msk", "deploy"])
+    env = {"CDC_LAKE_PG_HOST": "db.internal", "CDC_LAKE_PG_PORT": "54x"}
+    assert args.func(args, environ=env) == 2
+    err = capsys.readouterr().err
+    assert "CDC_LAKE_PG_PORT='54x' is not a port number" in err
+    assert "CDC_LAKE_PG_DATABASE" in err and "CDC_LAKE_MSK_SUBNETS" in err
+
+
 def test_cli_dry_run_prints_the_plan_without_calling_aws(dirs: MskPluginDirs, capsys):
     env = {
         "CDC_LAKE_AWS_REGION": REGION,

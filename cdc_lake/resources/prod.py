@@ -1,13 +1,19 @@
-"""The AWS resource set (``CDC_LAKE_ENV=prod``): RDS/Aurora, MSK, (MSK) Connect, S3, EMR, Glue.
+"""The AWS resource set (``CDC_LAKE_ENV=prod``) and the one parser of the production settings.
 
-The ``CDC_LAKE_*`` variables are checked before anything is built: one ``ProdSettingsError``
-names every missing variable and bad value, so one fix round is enough. Nothing connects.
+``ProdSettings.from_env`` reads the ``CDC_LAKE_*`` variables once; ``prod_resources`` builds the
+resources from it, and ``cdc-lake msk deploy`` reads the source side the same way
+(``msk_deploy_settings``), so both agree on names, defaults and validation. Values are stripped
+and an empty variable is unset (its default applies). Every missing variable and bad value is
+named in one ``ProdSettingsError``, so one fix round is enough. Nothing connects and no secret
+is read: the database password stays a ``dg.EnvVar``, the replication password a Secrets
+Manager reference the Connect worker resolves.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import dagster as dg
@@ -23,73 +29,206 @@ from cdc_lake.resources.streaming import (
     KafkaResource,
     MskConnectResource,
 )
+from cdc_lake.streaming.connect_config import CdcConnectorSettings
 from cdc_lake.streaming.msk.secrets import secrets_manager_ref
-from cdc_lake.streaming.msk.settings import missing_msk_env
+from cdc_lake.streaming.msk.settings import MskConnectSettings, missing_msk_env
 
 
 class ProdSettingsError(ValueError):
     """A production setting is missing or invalid; the message names every variable."""
 
 
-# Required in every production setup; prod_required_env adds those of the chosen modes.
-PROD_REQUIRED = (
-    "CDC_LAKE_PG_HOST",
-    "CDC_LAKE_PG_DATABASE",
-    "CDC_LAKE_PG_USER",
-    "CDC_LAKE_KAFKA_BOOTSTRAP",
-    "CDC_LAKE_RAW_BUCKET",
-    "CDC_LAKE_LAKE_BUCKET",
-)
-SPARK_TARGET_REQUIRED = {
-    "emr-step": ("CDC_LAKE_EMR_CLUSTER_ID",),
-    "emr-serverless": ("CDC_LAKE_EMR_SERVERLESS_APP_ID", "CDC_LAKE_EMR_EXECUTION_ROLE_ARN"),
+# Spark target -> (launcher field, variable), all required for that target.
+SPARK_TARGETS: dict[str, tuple[tuple[str, str], ...]] = {
+    "emr-step": (("cluster_id", "CDC_LAKE_EMR_CLUSTER_ID"),),
+    "emr-serverless": (
+        ("application_id", "CDC_LAKE_EMR_SERVERLESS_APP_ID"),
+        ("execution_role_arn", "CDC_LAKE_EMR_EXECUTION_ROLE_ARN"),
+    ),
 }
+# Production's own defaults (locally the resources' defaults apply).
+REPLICATION_USER = "cdc_replication"
+PG_SSLMODE = "require"
+GLUE_DATABASE = "datalake"
+HUDI_PARALLELISM = 200
 
 
-def check_prod_env(environ: Mapping[str, str]) -> None:
-    """Raise one ProdSettingsError naming every missing variable (of the base settings, the
-    Connect mode and the Spark target) and every bad value, so one fix round is enough."""
-    missing = [n for n in PROD_REQUIRED if not environ.get(n)]
-    problems = []
-    if environ.get("CDC_LAKE_CONNECT_MODE", "msk") == "msk":
-        # MskConnectResource reads these when a run starts; name them now, with the rest.
-        missing += [n for n in missing_msk_env(environ) if n not in missing]
-    elif not environ.get("CDC_LAKE_CONNECT_URL"):
-        missing.append("CDC_LAKE_CONNECT_URL")
-    target = environ.get("CDC_LAKE_SPARK_TARGET", "emr-step")
-    if target in SPARK_TARGET_REQUIRED:
-        missing += [n for n in SPARK_TARGET_REQUIRED[target] if not environ.get(n)]
-    else:
-        problems.append(
-            f"CDC_LAKE_SPARK_TARGET={target!r} is not a target; use 'emr-step' or 'emr-serverless'"
-        )
-    if missing:
-        problems.insert(
-            0,
-            "CDC_LAKE_ENV=prod needs these variables, which are not set: " + ", ".join(missing),
-        )
-    if problems:
-        raise ProdSettingsError(". ".join(problems) + ". See docs/deploy.md.")
+class _Reader:
+    """The environment as production reads it: values stripped, an empty one unset. Missing
+    and bad variables are collected, then raised together."""
+
+    def __init__(self, environ: Mapping[str, str]):
+        self.environ = environ
+        self.missing: list[str] = []
+        self.problems: list[str] = []
+
+    def get(self, *names: str) -> str | None:
+        """The first of ``names`` that is set (later names are fallbacks)."""
+        for name in names:
+            value = self.environ.get(name, "").strip()
+            if value:
+                return value
+        return None
+
+    def require(self, *names: str) -> str:
+        value = self.get(*names)
+        if value is None:
+            self.add_missing([names[0]])
+        return value or ""
+
+    def add_missing(self, names: list[str]) -> None:
+        self.missing += [n for n in names if n not in self.missing]
+
+    def integer(self, name: str, what: str = "a whole number") -> int | None:
+        value = self.get(name)
+        if value is None:
+            return None
+        if not value.isdigit():
+            self.problems.append(f"{name}={value!r} is not {what}")
+            return None
+        return int(value)
+
+    def check(self, missing_intro: str, suffix: str = "") -> None:
+        problems = list(self.problems)
+        if self.missing:
+            problems.insert(0, f"{missing_intro}: {', '.join(self.missing)}")
+        if problems:
+            raise ProdSettingsError(". ".join(problems) + suffix)
 
 
-def prod_spark_launcher(environ: Mapping[str, str], region: str, lake_bucket: str) -> SparkLauncher:
-    """``CDC_LAKE_SPARK_TARGET``: ``emr-step`` (default) or ``emr-serverless``. The caller has
-    run ``check_prod_env``."""
-    target = environ.get("CDC_LAKE_SPARK_TARGET", "emr-step")
-    common: dict[str, Any] = {
-        "region": region,
-        "code_bucket": environ.get("CDC_LAKE_CODE_BUCKET", lake_bucket),
-        "code_prefix": environ.get("CDC_LAKE_CODE_PREFIX", "cdc-lake/code"),
-        "pipes_bucket": environ.get("CDC_LAKE_PIPES_BUCKET", lake_bucket),
-    }
-    if target == "emr-step":
-        return EmrStepLauncher(cluster_id=environ["CDC_LAKE_EMR_CLUSTER_ID"], **common)
-    return EmrServerlessLauncher(
-        application_id=environ["CDC_LAKE_EMR_SERVERLESS_APP_ID"],
-        execution_role_arn=environ["CDC_LAKE_EMR_EXECUTION_ROLE_ARN"],
-        log_uri=environ.get("CDC_LAKE_EMR_LOG_URI"),
-        **common,
+def _given(**values: Any) -> dict[str, Any]:
+    """The values that were set: the others take the default of the class they are passed to."""
+    return {k: v for k, v in values.items() if v is not None}
+
+
+def _source(r: _Reader) -> dict[str, Any]:
+    """The source side (``CdcConnectorSettings``'s fields but the region and the password
+    reference), shared by the resources and the MSK deploy."""
+    return _given(
+        pg_host=r.require("CDC_LAKE_PG_HOST"),
+        pg_port=r.integer("CDC_LAKE_PG_PORT", "a port number"),
+        pg_database=r.require("CDC_LAKE_PG_DATABASE"),
+        replication_user=r.get("CDC_LAKE_PG_REPLICATION_USER") or REPLICATION_USER,
+        raw_bucket=r.require("CDC_LAKE_RAW_BUCKET"),
+        raw_prefix=r.get("CDC_LAKE_RAW_PREFIX"),
+        topic_prefix=r.get("CDC_LAKE_TOPIC_PREFIX"),
     )
+
+
+def _msk_password_ref(r: _Reader) -> str:
+    """The Secrets Manager reference MSK Connect's worker resolves (MskConnectSettings'
+    defaults and variables)."""
+    return secrets_manager_ref(
+        r.get("CDC_LAKE_REPLICATION_SECRET") or MskConnectSettings.db_secret,
+        r.get("CDC_LAKE_REPLICATION_SECRET_KEY") or MskConnectSettings.db_secret_key,
+    )
+
+
+@dataclass(frozen=True)
+class ProdSettings:
+    """Every production setting, read and checked once (``from_env``)."""
+
+    region: str
+    source: CdcConnectorSettings  # the database, raw bucket, topic and replication secret
+    pg_user: str
+    pg_sslmode: str
+    kafka_bootstrap: str
+    lake_bucket: str
+    msk_connect: bool  # CDC_LAKE_CONNECT_MODE=msk (default), else a Connect REST URL
+    connect_url: str | None
+    connect_user: str | None
+    spark_target: str
+    spark: dict[str, Any] = field(default_factory=dict)  # the launcher's fields
+    lake: dict[str, Any] = field(default_factory=dict)  # LakeResource's production fields
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str]) -> ProdSettings:
+        """Required: CDC_LAKE_PG_HOST, CDC_LAKE_PG_DATABASE, CDC_LAKE_PG_USER,
+        CDC_LAKE_KAFKA_BOOTSTRAP, CDC_LAKE_RAW_BUCKET, CDC_LAKE_LAKE_BUCKET; with
+        CDC_LAKE_CONNECT_MODE=msk (default) the CDC_LAKE_MSK_* variables MskConnectSettings
+        needs, else CDC_LAKE_CONNECT_URL; the variables of CDC_LAKE_SPARK_TARGET (emr-step,
+        the default, or emr-serverless). docs/deploy.md lists the optional ones."""
+        r = _Reader(environ)
+        source = _source(r)
+        pg_user = r.require("CDC_LAKE_PG_USER")
+        kafka_bootstrap = r.require("CDC_LAKE_KAFKA_BOOTSTRAP")
+        lake_bucket = r.require("CDC_LAKE_LAKE_BUCKET")
+        msk_connect = (r.get("CDC_LAKE_CONNECT_MODE") or "msk") == "msk"
+        connect_url = None
+        if msk_connect:
+            # MskConnectResource reads these when a run starts; name them now, with the rest.
+            r.add_missing(missing_msk_env(environ))
+        else:
+            connect_url = r.require("CDC_LAKE_CONNECT_URL")
+        target = r.get("CDC_LAKE_SPARK_TARGET") or "emr-step"
+        spark: dict[str, Any] = {}
+        if target in SPARK_TARGETS:
+            spark = {name: r.require(var) for name, var in SPARK_TARGETS[target]}
+        else:
+            r.problems.append(
+                f"CDC_LAKE_SPARK_TARGET={target!r} is not a target; use 'emr-step' or "
+                "'emr-serverless'"
+            )
+        parallelism = r.integer("CDC_LAKE_HUDI_PARALLELISM")
+        r.check(
+            "CDC_LAKE_ENV=prod needs these variables, which are not set", ". See docs/deploy.md."
+        )
+        region = r.get("CDC_LAKE_AWS_REGION", "AWS_REGION") or CdcConnectorSettings.region
+        if target == "emr-serverless":
+            spark["log_uri"] = r.get("CDC_LAKE_EMR_LOG_URI")
+        spark |= _given(
+            code_bucket=r.get("CDC_LAKE_CODE_BUCKET") or lake_bucket,
+            code_prefix=r.get("CDC_LAKE_CODE_PREFIX"),
+            pipes_bucket=r.get("CDC_LAKE_PIPES_BUCKET") or lake_bucket,
+        )
+        return cls(
+            region=region,
+            source=CdcConnectorSettings(
+                **source,
+                region=region,
+                replication_password_ref=(
+                    _msk_password_ref(r)
+                    if msk_connect
+                    else CdcConnectorSettings.replication_password_ref
+                ),
+            ),
+            pg_user=pg_user,
+            pg_sslmode=r.get("CDC_LAKE_PG_SSLMODE") or PG_SSLMODE,
+            kafka_bootstrap=kafka_bootstrap,
+            lake_bucket=lake_bucket,
+            msk_connect=msk_connect,
+            connect_url=connect_url,
+            connect_user=r.get("CDC_LAKE_CONNECT_USER"),
+            spark_target=target,
+            spark=spark,
+            lake=_given(
+                table_type=r.get("CDC_LAKE_TABLE_TYPE"),
+                glue_database=r.get("CDC_LAKE_GLUE_DATABASE") or GLUE_DATABASE,
+                parallelism=HUDI_PARALLELISM if parallelism is None else parallelism,
+            ),
+        )
+
+
+def msk_deploy_settings(
+    environ: Mapping[str, str],
+) -> tuple[MskConnectSettings, CdcConnectorSettings]:
+    """``cdc-lake msk deploy``'s settings: MSK Connect's, and the source side read as for the
+    prod resources (same variables, defaults and errors). The MSK variables' and the source's
+    missing ones come in one message; the password is the Secrets Manager reference."""
+    r = _Reader(environ)
+    r.add_missing(missing_msk_env(environ))
+    source = _source(r)
+    r.check("missing environment variables")
+    msk = MskConnectSettings.from_env(environ)  # its values' own checks
+    return msk, CdcConnectorSettings(
+        **source, region=msk.region, replication_password_ref=msk.password_ref
+    )
+
+
+def prod_spark_launcher(settings: ProdSettings) -> SparkLauncher:
+    """``CDC_LAKE_SPARK_TARGET``: ``emr-step`` (default) or ``emr-serverless``."""
+    launcher = EmrStepLauncher if settings.spark_target == "emr-step" else EmrServerlessLauncher
+    return launcher(region=settings.region, **settings.spark)
 
 
 def prod_resources(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
@@ -99,63 +238,48 @@ def prod_resources(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
     password stays a ``dg.EnvVar``, read when a run starts; inject it from Secrets Manager (for
     example the ECS task's ``secrets``). Everything on AWS authenticates with the role of the
     process (boto3's default chain): no access key is configured here."""
-    env = os.environ if environ is None else environ
-    check_prod_env(env)
-    region = env.get("CDC_LAKE_AWS_REGION") or env.get("AWS_REGION") or "us-east-1"
-    lake_bucket = env["CDC_LAKE_LAKE_BUCKET"]
-    msk_connect = env.get("CDC_LAKE_CONNECT_MODE", "msk") == "msk"
+    s = ProdSettings.from_env(os.environ if environ is None else environ)
+    src = s.source
     connect: ConnectResource
-    if msk_connect:
-        connect = MskConnectResource(region=region)
+    if s.msk_connect:
+        connect = MskConnectResource(region=s.region)
     else:
         # Basic auth when CDC_LAKE_CONNECT_USER is set; the password is read when a run starts.
-        user = env.get("CDC_LAKE_CONNECT_USER")
         connect = KafkaConnectResource(
-            url=env["CDC_LAKE_CONNECT_URL"],
-            user=user,
-            password=dg.EnvVar("CDC_LAKE_CONNECT_PASSWORD") if user else None,
+            url=s.connect_url or "",
+            user=s.connect_user,
+            password=dg.EnvVar("CDC_LAKE_CONNECT_PASSWORD") if s.connect_user else None,
         )
     return {
         "postgres": PostgresResource(
-            host=env["CDC_LAKE_PG_HOST"],
-            port=int(env.get("CDC_LAKE_PG_PORT", "5432")),
-            database=env["CDC_LAKE_PG_DATABASE"],
-            user=env["CDC_LAKE_PG_USER"],
+            host=src.pg_host,
+            port=src.pg_port,
+            database=src.pg_database,
+            user=s.pg_user,
             password=dg.EnvVar("CDC_LAKE_PG_PASSWORD"),
-            replication_user=env.get("CDC_LAKE_PG_REPLICATION_USER", "cdc_replication"),
-            sslmode=env.get("CDC_LAKE_PG_SSLMODE", "require"),
+            replication_user=src.replication_user,
+            sslmode=s.pg_sslmode,
         ),
-        "kafka": KafkaResource(
-            bootstrap_servers=env["CDC_LAKE_KAFKA_BOOTSTRAP"], msk_iam_region=region
-        ),
+        "kafka": KafkaResource(bootstrap_servers=s.kafka_bootstrap, msk_iam_region=s.region),
         "kafka_connect": connect,
-        "s3": S3Resource(region_name=region),
+        "s3": S3Resource(region_name=s.region),
         "cdc": CdcPipelineResource(
-            topic_prefix=env.get("CDC_LAKE_TOPIC_PREFIX", "cdc"),
-            raw_bucket=env["CDC_LAKE_RAW_BUCKET"],
-            raw_prefix=env.get("CDC_LAKE_RAW_PREFIX", "cdc-events/"),
-            lake_bucket=lake_bucket,
-            region=region,
+            topic_prefix=src.topic_prefix,
+            raw_bucket=src.raw_bucket,
+            raw_prefix=src.raw_prefix,
+            lake_bucket=s.lake_bucket,
+            region=s.region,
             # Resolved by the Connect worker's config provider, never by us.
-            replication_password_ref=(
-                secrets_manager_ref(
-                    env.get("CDC_LAKE_REPLICATION_SECRET", "cdc-lake/replication"),
-                    env.get("CDC_LAKE_REPLICATION_SECRET_KEY", "password"),
-                )
-                if msk_connect
-                else "${env:CDC_LAKE_REPLICATION_PASSWORD}"
-            ),
+            replication_password_ref=src.replication_password_ref,
             s3_endpoint=None,
         ),
         "lake": LakeResource(
-            lake_bucket=lake_bucket,
+            lake_bucket=s.lake_bucket,
             scheme="s3",  # EMRFS
-            table_type=env.get("CDC_LAKE_TABLE_TYPE", "COPY_ON_WRITE"),
-            glue_database=env.get("CDC_LAKE_GLUE_DATABASE", "datalake"),
-            region=region,
-            parallelism=int(env.get("CDC_LAKE_HUDI_PARALLELISM", "200")),
+            region=s.region,
             # Executors on other nodes ask the driver for file system views and markers.
             embedded_timeline_server=True,
+            **s.lake,
         ),
-        "spark_jobs": prod_spark_launcher(env, region, lake_bucket),
+        "spark_jobs": prod_spark_launcher(s),
     }

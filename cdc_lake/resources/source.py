@@ -10,12 +10,14 @@ import dagster as dg
 import psycopg2
 from psycopg2.extensions import connection as PgConnection
 
+from cdc_lake.source.database import PG_PORT
+
 
 class PostgresResource(dg.ConfigurableResource):
     """The source database (local PostgreSQL, or RDS/Aurora in production)."""
 
     host: str
-    port: int = 5432
+    port: int = PG_PORT
     database: str
     user: str
     password: str

@@ -155,5 +155,5 @@ class CdcPipelineResource(dg.ConfigurableResource):
             pg_database=postgres.database,
             replication_user=postgres.replication_user,
             raw_bucket=self.raw_bucket,
-            **{name: getattr(self, name) for name in _CONNECTOR},
+            **{n: getattr(self, n) for n in _CONNECTOR if n in type(self).model_fields},
         )

@@ -30,6 +30,7 @@ SCHEMA = "datalake"
 OUTBOX = "cdc_events"
 # Created by sql/002_outbox.sql (plain SQL, so it names it too); Debezium reads it.
 PUBLICATION = "cdc_publication"
+PG_PORT = 5432  # PostgreSQL's default, where no port is given
 HEARTBEAT = "cdc_heartbeat"
 SIGNAL = "debezium_signal"
 

@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from cdc_lake.source.database import PUBLICATION
+from cdc_lake.source.database import PG_PORT, PUBLICATION
 
 PLACEHOLDER = re.compile(r"\{\{\s*([a-z0-9_]+)\s*\}\}")
 SCHEMA_TABLE = "datalake.cdc_events"
@@ -98,7 +98,7 @@ class CdcConnectorSettings:
     pipeline's: ``CdcPipelineResource`` takes its own from here."""
 
     pg_host: str
-    pg_port: int
+    pg_port: int = PG_PORT
     pg_database: str
     replication_user: str
     raw_bucket: str

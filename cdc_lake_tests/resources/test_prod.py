@@ -11,7 +11,12 @@ from botocore.stub import Stubber
 
 from cdc_lake.lake.hudi import HudiTableConfig
 from cdc_lake.resources import build_resources
-from cdc_lake.resources.prod import ProdSettingsError, prod_resources
+from cdc_lake.resources.prod import (
+    ProdSettings,
+    ProdSettingsError,
+    msk_deploy_settings,
+    prod_resources,
+)
 from cdc_lake.resources.spark import EmrServerlessLauncher, EmrStepLauncher
 from cdc_lake.streaming.msk.api import MskConnectError
 from cdc_lake.streaming.msk.client import MskConnectClient
@@ -171,3 +176,27 @@ def test_glue_sync_options_travel_to_the_job_in_its_params():
     assert options["hoodie.datasource.hive_sync.database"] == "datalake"
     assert options["hoodie.datasource.hive_sync.table"] == "cdc_events"
     assert options["hoodie.datasource.meta_sync.condition.sync"] == "true"
+
+
+def test_an_empty_variable_is_unset_for_the_resources_and_the_msk_deploy():
+    """One parser: CDC_LAKE_PG_PORT="" is the default port on both paths (it crashed one)."""
+    env = {**PROD_ENV, "CDC_LAKE_PG_PORT": "", "CDC_LAKE_TOPIC_PREFIX": " ", "AWS_REGION": ""}
+    r = prod_resources(env)
+    _, connectors = msk_deploy_settings(env)
+    assert r["postgres"].port == connectors.pg_port == 5432
+    assert r["cdc"].connector_settings(r["postgres"]) == connectors
+    assert r["cdc"].topic_prefix == connectors.topic_prefix == "cdc"
+    assert ProdSettings.from_env(env).source == connectors
+
+
+def test_a_bad_value_is_one_error_naming_the_variable_on_both_paths():
+    bad = {**PROD_ENV, "CDC_LAKE_PG_PORT": "54x"}
+    message = "CDC_LAKE_PG_PORT='54x' is not a port number"
+    with pytest.raises(ProdSettingsError, match=message):
+        prod_resources(bad)
+    with pytest.raises(ProdSettingsError, match=message):
+        msk_deploy_settings(bad)
+    # With the missing variables, in the same message.
+    with pytest.raises(ProdSettingsError) as info:
+        prod_resources({"CDC_LAKE_PG_HOST": "h", "CDC_LAKE_PG_PORT": "54x"})
+    assert message in str(info.value) and "CDC_LAKE_LAKE_BUCKET" in str(info.value)

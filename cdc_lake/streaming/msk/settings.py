@@ -17,7 +17,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from cdc_lake.streaming.connect_config import CdcConnectorSettings
 from cdc_lake.streaming.msk.secrets import (
     SECRETS_PROVIDER,
     SECRETS_PROVIDER_CLASS,
@@ -60,9 +59,6 @@ INT_FIELDS = {
     "max_workers",
     "topic_replication_factor",
 }
-
-# The source side, for the CLI (Dagster builds CdcConnectorSettings from its resources).
-SOURCE_ENV_REQUIRED = ("CDC_LAKE_PG_HOST", "CDC_LAKE_PG_DATABASE", "CDC_LAKE_RAW_BUCKET")
 
 
 def _csv(value: str) -> tuple[str, ...]:
@@ -229,31 +225,3 @@ class MskConnectSettings:
             f"config.providers.{SECRETS_PROVIDER}.param.region={region}",
         ]
         return "\n".join(lines) + "\n"
-
-
-def connector_settings_from_env(
-    environ: Mapping[str, str], msk: MskConnectSettings
-) -> CdcConnectorSettings:
-    """The source-side settings for the CLI, with the prod resources' variable names and
-    defaults: CDC_LAKE_PG_HOST, CDC_LAKE_PG_DATABASE and CDC_LAKE_RAW_BUCKET (required);
-    CDC_LAKE_PG_PORT (5432), CDC_LAKE_PG_REPLICATION_USER (cdc_replication),
-    CDC_LAKE_RAW_PREFIX (cdc-events/), CDC_LAKE_TOPIC_PREFIX (cdc). The password is the Secrets
-    Manager reference from ``msk``, never a value."""
-    missing = [name for name in SOURCE_ENV_REQUIRED if not environ.get(name, "").strip()]
-    if missing:
-        raise missing_env_error(missing)
-    port = environ.get("CDC_LAKE_PG_PORT", "").strip() or "5432"
-    if not port.isdigit():
-        raise ValueError(f"CDC_LAKE_PG_PORT={port!r} is not a port number")
-    return CdcConnectorSettings(
-        topic_prefix=environ.get("CDC_LAKE_TOPIC_PREFIX", "").strip() or "cdc",
-        pg_host=environ["CDC_LAKE_PG_HOST"].strip(),
-        pg_port=int(port),
-        pg_database=environ["CDC_LAKE_PG_DATABASE"].strip(),
-        replication_user=environ.get("CDC_LAKE_PG_REPLICATION_USER", "").strip()
-        or "cdc_replication",
-        replication_password_ref=msk.password_ref,
-        raw_bucket=environ["CDC_LAKE_RAW_BUCKET"].strip(),
-        raw_prefix=environ.get("CDC_LAKE_RAW_PREFIX", "").strip() or "cdc-events/",
-        region=msk.region,
-    )
