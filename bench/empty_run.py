@@ -22,10 +22,10 @@ import dagster as dg
 from bench.harness import Figure, median, paired
 from cdc_lake.defs.lake.assets import HUDI_KEY, cdc_events_hudi
 from cdc_lake.defs.marts.assets import order_items
-from cdc_lake.raw.synthetic import SyntheticLake, event
 from cdc_lake.resources.local import local_resources
 from cdc_lake.stack import LocalStack
 from cdc_lake.stack.settings import local_secret_env
+from cdc_lake.testing.synthetic import SyntheticLake, event
 
 ASSETS = [cdc_events_hudi, order_items]
 

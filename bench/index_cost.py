@@ -20,7 +20,7 @@ from bench.harness import Figure, median
 from bench.scale import PARTITIONS, TOPIC, write_raw
 from cdc_lake.lake.hudi import HudiTableConfig
 from cdc_lake.lake.ingest import RawSource, ingest_new_files, read_table
-from cdc_lake.raw.synthetic import event
+from cdc_lake.testing.synthetic import event
 
 INDEXES = ("GLOBAL_SIMPLE", "RECORD_INDEX")
 EVENTS_PER_NEW_FILE = 100

@@ -41,7 +41,7 @@ TOPIC = "bench.datalake.cdc_events"
 
 def events_for(n_events: int, seed: int = 11):
     """(partition, event) in commit order: N events over N/5 orders, ~1% ending deleted."""
-    from cdc_lake.raw.synthetic import event
+    from cdc_lake.testing.synthetic import event
 
     rng = random.Random(seed)
     n_orders = max(1, n_events // 5)

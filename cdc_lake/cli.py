@@ -3,7 +3,7 @@
 cdc-lake stack install | up | down | status [--json]
 cdc-lake source prepare [--scale N] | resnapshot (--orders 1,2,3 | --all)
 cdc-lake lake replay --from-offset N   # re-ingest the raw files from offset N (repair)
-cdc-lake demo        # the README's main job: install, stack up, load the definitions, summary
+cdc-lake demo        # the README's main command: install, stack up, load the definitions, summary
 cdc-lake refresh     # catch up: wait for Debezium and the S3 sink, then run lake_refresh
 cdc-lake msk deploy  # production: plugins, worker configuration and connectors on MSK Connect
 """
@@ -301,7 +301,7 @@ def main(argv: list[str] | None = None) -> int:
         help="re-ingest every topic partition's raw lines from this Kafka offset on",
     )
     lake.set_defaults(func=cmd_lake)
-    demo = sub.add_parser("demo", help="set everything up and run the main job")
+    demo = sub.add_parser("demo", help="set everything up and run the whole pipeline")
     demo.set_defaults(func=cmd_demo)
     refresh = sub.add_parser(
         "refresh",

@@ -1,4 +1,4 @@
-"""``cdc-lake demo``: the README's main job, the whole pipeline on the local stack.
+"""``cdc-lake demo``: the README's main command, the whole pipeline on the local stack.
 
 1. install what is missing and bring the stack up;
 2. materialise all five assets (sample data loaded on the way) with their checks;

@@ -1,4 +1,4 @@
-"""A Dagster Pipes client that runs a Spark job as a step on an existing EMR cluster.
+"""A Dagster Pipes client that runs a Spark app as a step on an existing EMR cluster.
 
 Why not dagster-aws's ``PipesEMRClient``: it calls ``run_job_flow``, so every run starts (and
 waits for) a new cluster. The reference design submits ``aws emr add-steps`` to a long-running

@@ -1,9 +1,7 @@
-"""Read-only views of a Kafka topic: partitions, offsets, a consumer group's lag, and (for small
-topics) its records."""
+"""Read-only views of a Kafka topic: partitions, offsets and a consumer group's lag."""
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -11,7 +9,8 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 
-def _consumer(conf: Mapping[str, Any]) -> Consumer:
+def inspector(conf: Mapping[str, Any]) -> Consumer:
+    """A consumer that only looks: it never commits, and starts at the earliest offset."""
     return Consumer(
         {
             **conf,
@@ -25,7 +24,7 @@ def _consumer(conf: Mapping[str, Any]) -> Consumer:
 
 def end_offsets(conf: Mapping[str, Any], topic: str, timeout_s: float = 10.0) -> dict[int, int]:
     """High watermark per partition. Raises KeyError if the topic does not exist."""
-    consumer = _consumer(conf)
+    consumer = inspector(conf)
     try:
         meta = consumer.list_topics(topic, timeout=timeout_s)
         info = meta.topics.get(topic)
@@ -60,34 +59,6 @@ def wait_for_offsets(
         f"topic {topic!r} holds {sum(last.values())} records after {timeout_s:.0f}s; "
         f"expected at least {at_least}"
     )
-
-
-def read_all(
-    conf: Mapping[str, Any], topic: str, timeout_s: float = 60.0
-) -> list[dict[str, Any] | None]:
-    """Every record of the topic as parsed JSON (None for tombstones), partition by partition.
-    For tests and small topics only."""
-    ends = end_offsets(conf, topic)
-    consumer = _consumer(conf)
-    out: list[dict[str, Any] | None] = []
-    try:
-        consumer.assign([TopicPartition(topic, p, 0) for p in ends])
-        remaining = {p: e for p, e in ends.items() if e > 0}
-        deadline = time.monotonic() + timeout_s
-        while remaining and time.monotonic() < deadline:
-            msg = consumer.poll(0.5)
-            if msg is None or msg.error():
-                continue
-            value = msg.value()
-            out.append(json.loads(value) if value else None)
-            part, offset = msg.partition(), msg.offset()
-            if part is not None and offset is not None and offset + 1 >= remaining.get(part, 0):
-                remaining.pop(part, None)
-        if remaining:
-            raise TimeoutError(f"could not read all of {topic!r} in {timeout_s:.0f}s")
-        return out
-    finally:
-        consumer.close()
 
 
 def committed_offsets(

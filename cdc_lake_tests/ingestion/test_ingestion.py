@@ -13,7 +13,7 @@ from cdc_lake.defs.raw.assets import RAW_KEY, raw_cdc_files
 from cdc_lake.defs.source.assets import OUTBOX_KEY, cdc_events_outbox
 from cdc_lake.defs.streaming.assets import TOPIC_KEY, cdc_events_topic
 from cdc_lake.stack import LocalStack
-from cdc_lake.streaming.topics import read_all
+from cdc_lake.testing.topics import read_all
 from cdc_lake_tests.ingestion.helpers import metadata, raw_events, wait_for_events
 
 EPOCH = dt.date(1970, 1, 1)

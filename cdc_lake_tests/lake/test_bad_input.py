@@ -21,9 +21,9 @@ from cdc_lake.lake.ingest import (
     read_table,
 )
 from cdc_lake.raw.objects import MissingBucketError
-from cdc_lake.raw.synthetic import TOPIC, SyntheticLake, event
 from cdc_lake.resources.lake import LakeResource
 from cdc_lake.spark_apps.upsert import run_upsert
+from cdc_lake.testing.synthetic import TOPIC, SyntheticLake, event
 
 
 def _ingest(spark: SparkSession, lake: SyntheticLake, **kw) -> IngestResult:

@@ -12,10 +12,10 @@ from cdc_lake.defs.lake.assets import HUDI_KEY, cdc_events_hudi
 from cdc_lake.defs.lake.sensors import SENSOR_RESOURCES, raw_cdc_files_sensor
 from cdc_lake.defs.marts.assets import ORDER_ITEMS_KEY, order_items
 from cdc_lake.lake.timeline import newest_commit_instant
-from cdc_lake.raw.synthetic import SyntheticLake, event
 from cdc_lake.resources.local import local_resources
 from cdc_lake.resources.spark import SparkLauncher
 from cdc_lake.stack import LocalStack
+from cdc_lake.testing.synthetic import SyntheticLake, event
 
 ASSETS = [cdc_events_hudi, order_items]
 DATA_VERSION = "dagster/data_version"  # the materialization tag MaterializeResult's version sets
@@ -71,7 +71,7 @@ def test_empty_run_keeps_the_last_commit_and_starts_no_spark(local_stack: LocalS
     )
 
     empty = dg.materialize(ASSETS, resources=no_spark, instance=instance)
-    assert empty.success  # no Spark job was asked for
+    assert empty.success  # no Spark app was asked for
     again = _meta(empty, HUDI_KEY)
     assert again["new_commit"] is False and again["files_read"] == 0
     for key in ["commit_instant", "records_inserted", "records_updated", "records_deleted",

@@ -1,6 +1,6 @@
 """End to end on the stack: PostgreSQL -> Debezium -> Kafka -> S3 sink -> Spark/Hudi -> order
 items, materialised with the real local resources, with the asset checks; then a run with
-nothing new, which needs no Spark job and still checks the lake against the source."""
+nothing new, which needs no Spark app and still checks the lake against the source."""
 
 from __future__ import annotations
 
@@ -13,14 +13,14 @@ from cdc_lake.defs.lake.assets import HUDI_KEY, cdc_events_hudi
 from cdc_lake.defs.lake.checks import matches_source, no_quarantined_lines
 from cdc_lake.defs.marts.assets import ORDER_ITEMS_KEY, order_items
 from cdc_lake.lake.ingest import read_table
-from cdc_lake.raw.synthetic import SyntheticLake, event
 from cdc_lake.resources.local import local_resources
 from cdc_lake.resources.spark import SparkLauncher
 from cdc_lake.stack import LocalStack
 from cdc_lake.streaming.topics import end_offsets, wait_for_consumer
+from cdc_lake.testing.synthetic import SyntheticLake, event
 
 CHECKS = [no_quarantined_lines, matches_source]
-# Evaluated by the Spark jobs themselves, declared as the assets' check specs.
+# Evaluated by the Spark apps themselves, declared as the assets' check specs.
 JOB_CHECKS = ["order_id_unique", "no_deleted_orders", "revenue_non_negative",
               "orders_exist_in_lake"]  # fmt: skip
 
@@ -94,7 +94,7 @@ def test_lake_equals_outbox_and_items_equal_sql_flattening(ingested, resources, 
     assert len(items) == len(lake_items) == len(source_items)
     assert lake_items == source_items
 
-    # Nothing new since: no Spark job (the base resource would raise), the last commit stays
+    # Nothing new since: no Spark app (the base resource would raise), the last commit stays
     # the latest materialization, and the blocking matches_source compares its digest with the
     # outbox again, and passes; the other checks are carried from the run that computed them.
     empty = dg.materialize(

@@ -18,7 +18,8 @@ from cdc_lake.lake.ingest import read_table
 from cdc_lake.resources.local import local_resources
 from cdc_lake.stack import LocalStack
 from cdc_lake.streaming.signals import request_snapshot
-from cdc_lake.streaming.topics import end_offsets, read_all
+from cdc_lake.streaming.topics import end_offsets
+from cdc_lake.testing.topics import read_all
 from cdc_lake_tests.ingestion.helpers import wait_for_events
 from cdc_lake_tests.lake.test_pipeline import catch_up
 

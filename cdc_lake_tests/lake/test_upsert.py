@@ -16,8 +16,8 @@ from cdc_lake.lake.ingest import (
     read_incremental,
     read_table,
 )
-from cdc_lake.raw.synthetic import SyntheticLake, event
 from cdc_lake.stack import LocalStack
+from cdc_lake.testing.synthetic import SyntheticLake, event
 
 EPOCH = dt.date(1970, 1, 1)
 

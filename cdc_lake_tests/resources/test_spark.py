@@ -21,10 +21,10 @@ from cdc_lake.defs.lake.assets import HUDI_KEY, cdc_events_hudi
 from cdc_lake.defs.marts.assets import ORDER_ITEMS_KEY, order_items
 from cdc_lake.lake.hudi import HUDI_CONF
 from cdc_lake.lake.ingest import read_table
-from cdc_lake.raw.synthetic import SyntheticLake, event
 from cdc_lake.resources.local import local_resources
 from cdc_lake.resources.spark import EmrServerlessLauncher, EmrStepLauncher
 from cdc_lake.stack import LocalStack
+from cdc_lake.testing.synthetic import SyntheticLake, event
 from cdc_lake_tests.aws.conftest import REGION
 from cdc_lake_tests.aws.emr_sim import EmrSimulator
 
@@ -123,7 +123,7 @@ def test_emr_step_runs_the_same_job_and_reports_through_pipes(
     assert context["extras"]["params"]["raw_prefix"] == syn.raw_prefix
     assert decode_param(args[entry_at + 4])["bucket"] == s.lake_bucket  # messages through S3
 
-    # Metadata and the job's own check results came back through Pipes.
+    # Metadata and the app's own check results came back through Pipes.
     mats = {m.asset_key: m for m in
             (e.materialization for e in result.get_asset_materialization_events())}  # fmt: skip
     meta: dict[str, Any] = {k: v.value for k, v in mats[HUDI_KEY].metadata.items()}
@@ -166,7 +166,7 @@ def test_a_failed_step_is_a_dagster_failure_with_reason_and_logs(
         result = dg.materialize([cdc_events_hudi], resources=resources, raise_on_error=False)
     assert not result.success
     assert sim.executions[0].returncode != 0
-    # The job's own error names the object and line (it reached Dagster through Pipes)...
+    # The app's own error names the object and line (it reached Dagster through Pipes)...
     out = sim.executions[0].stdout + sim.executions[0].stderr
     assert "malformed line" in out and f"{syn.key(0, 0)} line 2" in out
     failure = next(e for e in result.all_events if e.event_type_value == "STEP_FAILURE")

@@ -1,7 +1,7 @@
 """The flattened order items: one row per order line of the Hudi table's current snapshot.
 
 Rebuilt in full from the snapshot when the table has changed, written as Parquet (overwrite),
-by the same Spark job locally and on EMR, which also evaluates the two checks (revenue never
+by the same Spark app locally and on EMR, which also evaluates the two checks (revenue never
 negative, every line's order live in the lake). Deleted orders are gone from the snapshot, so
 their lines are gone too. In production the Parquet is registered in the Glue database for
 Athena.

@@ -1,0 +1,1 @@
+"""Test-only helpers that the tests and the benchmarks share; never shipped to EMR."""

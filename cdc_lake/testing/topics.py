@@ -1,0 +1,41 @@
+"""Whole-topic reads for tests: small topics only, everything held in memory."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from confluent_kafka import TopicPartition
+
+from cdc_lake.streaming.topics import end_offsets, inspector
+
+
+def read_all(
+    conf: Mapping[str, Any], topic: str, timeout_s: float = 60.0
+) -> list[dict[str, Any] | None]:
+    """Every record of the topic as parsed JSON (None for tombstones), partition by partition.
+    Raises TimeoutError if the records up to the end offsets it saw first are not all read
+    within ``timeout_s``."""
+    ends = end_offsets(conf, topic)
+    consumer = inspector(conf)
+    out: list[dict[str, Any] | None] = []
+    try:
+        consumer.assign([TopicPartition(topic, p, 0) for p in ends])
+        remaining = {p: e for p, e in ends.items() if e > 0}
+        deadline = time.monotonic() + timeout_s
+        while remaining and time.monotonic() < deadline:
+            msg = consumer.poll(0.5)
+            if msg is None or msg.error():
+                continue
+            value = msg.value()
+            out.append(json.loads(value) if value else None)
+            part, offset = msg.partition(), msg.offset()
+            if part is not None and offset is not None and offset + 1 >= remaining.get(part, 0):
+                remaining.pop(part, None)
+        if remaining:
+            raise TimeoutError(f"could not read all of {topic!r} in {timeout_s:.0f}s")
+        return out
+    finally:
+        consumer.close()
