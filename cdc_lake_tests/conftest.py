@@ -72,6 +72,7 @@ def spark(local_stack: LocalStack):
 @pytest.fixture(scope="module")
 def plain_spark() -> Iterator[SparkSession]:
     """A plain local Spark (no Hudi, no S3, no stack), for tests of pure DataFrame functions."""
+    from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
     # Reuse a session another module already started (the JVM allows one); stop only our own.
@@ -91,6 +92,12 @@ def plain_spark() -> Iterator[SparkSession]:
     yield session
     if existing is None:
         session.stop()
+        # A later session (the stack's, with Hudi and S3A) needs a JVM launched with its jars.
+        gateway = SparkContext._gateway
+        if gateway is not None:
+            gateway.shutdown()
+        SparkContext._gateway = None
+        SparkContext._jvm = None
 
 
 def processes_using(state_dir: Path) -> list[tuple[int, str]]:
