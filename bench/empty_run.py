@@ -20,7 +20,8 @@ from typing import Any
 import dagster as dg
 
 from bench.harness import Figure, median, paired
-from cdc_lake.defs.lake.assets import HUDI_KEY, cdc_events_hudi
+from cdc_lake.defs.keys import HUDI_KEY
+from cdc_lake.defs.lake.assets import cdc_events_hudi
 from cdc_lake.defs.marts.assets import order_items
 from cdc_lake.resources.local import local_resources
 from cdc_lake.stack import LocalStack

@@ -24,7 +24,7 @@ import psycopg2
 from confluent_kafka import Consumer, TopicPartition
 
 from bench.harness import Figure
-from cdc_lake.defs.lake.assets import HUDI_KEY
+from cdc_lake.defs.keys import HUDI_KEY
 from cdc_lake.defs.lake.sensors import SENSOR_RESOURCES, raw_cdc_files_sensor
 from cdc_lake.defs.raw.assets import raw_cdc_files
 from cdc_lake.defs.source.assets import cdc_events_outbox

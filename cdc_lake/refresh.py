@@ -97,9 +97,8 @@ def run_refresh(settings: StackSettings, timeout_s: float = 300.0) -> int:
     import dagster as dg
     import psycopg2
 
-    from cdc_lake.defs.lake.assets import HUDI_KEY
+    from cdc_lake.defs.keys import HUDI_KEY, ORDER_ITEMS_KEY
     from cdc_lake.defs.lake.jobs import lake_refresh_job
-    from cdc_lake.defs.marts.assets import ORDER_ITEMS_KEY
     from cdc_lake.instance import (
         check_evaluations,
         configured_home,

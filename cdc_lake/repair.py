@@ -31,7 +31,8 @@ def replay(
     """Replays the raw files from ``from_offset``; 0 when the lake then matches the source."""
     import dagster as dg
 
-    from cdc_lake.defs.lake.assets import HUDI_KEY, cdc_events_hudi
+    from cdc_lake.defs.keys import HUDI_KEY
+    from cdc_lake.defs.lake.assets import cdc_events_hudi
     from cdc_lake.defs.lake.checks import matches_source, no_quarantined_lines
     from cdc_lake.defs.marts.assets import order_items
     from cdc_lake.instance import configured_home

@@ -10,7 +10,7 @@ import os
 import dagster as dg
 import psycopg2
 
-from cdc_lake.defs.lake.assets import HUDI_KEY
+from cdc_lake.defs.keys import HUDI_KEY
 from cdc_lake.defs.lake.jobs import lake_refresh_job
 from cdc_lake.instance import check_evaluations, dagster_env, materializations
 from cdc_lake.refresh import TRIGGER_TAG, run_refresh

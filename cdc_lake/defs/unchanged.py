@@ -8,6 +8,9 @@ that materialization's metadata, so the UI and everything that reads the latest 
 check results declared on the asset are the latest completed evaluation of each, unchanged,
 since they were computed on the same data; ``carried_from_run`` names the run that computed
 them. A check never evaluated before is left out (Dagster logs it as not yielded).
+
+``lake_checkpoint`` reads where the lake is from the Hudi asset's latest materialization: the
+sensor, the lake asset and the raw stage's ``pending_raw_objects`` all start from it.
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ import dagster as dg
 from dagster._core.storage.asset_check_execution_record import (
     COMPLETED_ASSET_CHECK_EXECUTION_RECORD_STATUSES,
 )
+
+from cdc_lake.defs.keys import HUDI_KEY
 
 
 def latest_materialization(
@@ -63,3 +68,12 @@ def carried_check_results(
             )
         )
     return out
+
+
+def lake_checkpoint(instance: dg.DagsterInstance) -> dict | None:
+    """The checkpoint of the Hudi asset's latest materialization: where the lake is."""
+    event = instance.get_latest_materialization_event(HUDI_KEY)
+    mat = event.asset_materialization if event else None
+    stored = mat.metadata.get("checkpoint") if mat else None
+    value = stored.value if stored is not None else None
+    return value if isinstance(value, dict) else None

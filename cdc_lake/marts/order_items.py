@@ -1,19 +1,13 @@
-"""The order items: one row per order line of the Hudi table's live orders, and the Spark app
-that rebuilds them.
+"""The order items: one row per order line of the Hudi table's live orders.
 
 ``flatten_order_items`` is a pure function of a lake snapshot: deleted orders (``is_deleted``,
 ``cdc_lake/lake/ordering.py``) give no rows, and an order whose ``order_items`` is null, [] or
 not JSON gives none either. Revenue is unit_price * quantity * (1 - discount), null when an
 input is null.
 
-``run_order_items`` (the ``order_items`` app, locally or on EMR through
-``cdc_lake/spark_apps/run.py``) rebuilds the items in full from the current snapshot, written as
-Parquet (overwrite, so a rerun gives the same files' content), and evaluates their checks
-(``revenue_non_negative``, ``orders_exist_in_lake``). It reports the Hudi commit it was built
-from (``hudi_commit_instant``), read before the snapshot, so a later run can tell the table has
-not changed since; a commit landing in between only makes the next run rebuild again. It also
-reports per-customer figures (``customer_rows``) that the Dagster process draws as a chart
-(``cdc_lake/marts/chart.py``), so matplotlib never has to be on EMR.
+``customer_rows`` gives the per-customer figures that the Dagster process draws as a chart
+(``cdc_lake/marts/chart.py``), so matplotlib never has to be on EMR, and ``preview_markdown`` the
+first rows. The Spark app that writes the items is ``cdc_lake/spark_apps/order_items.py``.
 """
 
 from __future__ import annotations
@@ -23,13 +17,10 @@ from typing import TYPE_CHECKING, Any
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, DoubleType, LongType, StringType, StructField, StructType
 
-from cdc_lake.lake.hudi import latest_commit
-from cdc_lake.lake.ingest import read_table
 from cdc_lake.lake.ordering import live_rows
-from cdc_lake.spark_apps.report import AppReport, meta
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import DataFrame
 
 CHART_CUSTOMERS = 200  # the chart's scatter: enough customers to see the shape
 
@@ -124,37 +115,3 @@ def preview_markdown(items: DataFrame, limit: int = 10) -> str:
         cells = [f"{r[c]:.2f}" if isinstance(r[c], float) else str(r[c]) for c in cols]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
-
-
-def run_order_items(spark: SparkSession, params: dict[str, Any]) -> AppReport:
-    table_path, items_path = params["table_path"], params["items_path"]
-    # Read before the snapshot: a commit landing in between makes the next run rebuild again.
-    built_from = latest_commit(spark, table_path)
-    flatten_order_items(read_table(spark, table_path)).write.mode("overwrite").parquet(items_path)
-    written = spark.read.parquet(items_path).cache()
-    report = AppReport()
-    try:
-        count = written.count()
-        total = written.agg(F.sum("revenue")).collect()[0][0] or 0.0
-        customers = written.select("customer_id").distinct().count()
-        report.metadata = {
-            "dagster/row_count": meta(count, "int"),
-            "total_revenue_usd": meta(round(float(total), 2), "float"),
-            "customers": meta(customers, "int"),
-            "customer_stats": meta(customer_rows(written), "json"),
-            "preview": meta(preview_markdown(written), "md"),
-            "path": meta(items_path, "path"),
-            "hudi_commit_instant": meta(built_from.instant if built_from else "none", "text"),
-        }
-        bad = written.where((F.col("revenue") < 0) | F.col("revenue").isNull()).count()
-        report.check("revenue_non_negative", bad == 0, negative_or_null_revenue=meta(bad, "int"))
-        live = live_rows(read_table(spark, table_path)).select("order_id")
-        orphans = written.join(live, "order_id", "left_anti")
-        n = orphans.count()
-        sample = [int(r["order_id"]) for r in orphans.select("order_id").distinct().limit(10)
-                  .collect()]  # fmt: skip
-        report.check("orders_exist_in_lake", n == 0, orphan_rows=meta(n, "int"),
-                     sample=meta(sample, "json"))  # fmt: skip
-    finally:
-        written.unpersist()
-    return report

@@ -8,7 +8,7 @@ launcher), as a step on an EMR cluster and as an EMR Serverless job run (both th
 - ``upsert``: the raw files into the Hudi table, then its checks
   (``cdc_lake/spark_apps/upsert.py``).
 - ``order_items``: the order items rebuilt from the table's snapshot, then their checks
-  (``cdc_lake/marts/order_items.py``).
+  (``cdc_lake/spark_apps/order_items.py``).
 
 An unknown app name raises ``ValueError`` before anything is read or written.
 """
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from cdc_lake.marts.order_items import run_order_items
+from cdc_lake.spark_apps.order_items import run_order_items
 from cdc_lake.spark_apps.report import AppReport
 from cdc_lake.spark_apps.upsert import run_upsert
 

@@ -25,10 +25,9 @@ import dagster as dg
 import psycopg2
 
 from cdc_lake.definitions import defs as load_defs
-from cdc_lake.defs.lake.assets import HUDI_KEY
+from cdc_lake.defs.keys import HUDI_KEY, ORDER_ITEMS_KEY
 from cdc_lake.defs.lake.jobs import lake_refresh_job
 from cdc_lake.defs.lake.sensors import raw_cdc_files_sensor
-from cdc_lake.defs.marts.assets import ORDER_ITEMS_KEY
 from cdc_lake.instance import LOCATION, materializations, sensor_runs
 from cdc_lake.source.workload import Workload
 from cdc_lake.stack import LocalStack

@@ -8,7 +8,8 @@ import time
 import dagster as dg
 import pytest
 
-from cdc_lake.defs.raw.assets import RAW_KEY, MissingBucketError, raw_cdc_files
+from cdc_lake.defs.keys import RAW_KEY
+from cdc_lake.defs.raw.assets import MissingBucketError, raw_cdc_files
 from cdc_lake.defs.streaming.assets import cdc_events_topic
 from cdc_lake.resources.local import local_resources
 from cdc_lake.resources.source import PostgresResource

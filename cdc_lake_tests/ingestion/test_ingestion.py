@@ -9,9 +9,10 @@ from collections import Counter
 
 import dagster as dg
 
-from cdc_lake.defs.raw.assets import RAW_KEY, raw_cdc_files
-from cdc_lake.defs.source.assets import OUTBOX_KEY, cdc_events_outbox
-from cdc_lake.defs.streaming.assets import TOPIC_KEY, cdc_events_topic
+from cdc_lake.defs.keys import OUTBOX_KEY, RAW_KEY, TOPIC_KEY
+from cdc_lake.defs.raw.assets import raw_cdc_files
+from cdc_lake.defs.source.assets import cdc_events_outbox
+from cdc_lake.defs.streaming.assets import cdc_events_topic
 from cdc_lake.stack import LocalStack
 from cdc_lake.testing.topics import read_all
 from cdc_lake_tests.ingestion.helpers import metadata, raw_events, wait_for_events

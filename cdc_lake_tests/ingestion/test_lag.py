@@ -7,9 +7,10 @@ from typing import Any
 
 import dagster as dg
 
-from cdc_lake.defs.raw.assets import RAW_KEY, raw_cdc_files
+from cdc_lake.defs.keys import RAW_KEY, TOPIC_KEY
+from cdc_lake.defs.raw.assets import raw_cdc_files
 from cdc_lake.defs.raw.checks import sink_connector_running, sink_consumer_lag
-from cdc_lake.defs.streaming.assets import TOPIC_KEY, cdc_events_topic
+from cdc_lake.defs.streaming.assets import cdc_events_topic
 from cdc_lake.defs.streaming.checks import replication_slot_lag, source_connector_running
 from cdc_lake.resources.local import local_resources
 from cdc_lake.stack import LocalStack

@@ -12,7 +12,8 @@ import pytest
 from pyspark.sql import functions as F
 from pyspark.sql.types import DateType, LongType, StringType, StructField, StructType
 
-from cdc_lake.defs.lake.assets import HUDI_KEY, cdc_events_hudi
+from cdc_lake.defs.keys import HUDI_KEY
+from cdc_lake.defs.lake.assets import cdc_events_hudi
 from cdc_lake.defs.lake.checks import matches_source
 from cdc_lake.lake.digest import (
     BUCKETS,

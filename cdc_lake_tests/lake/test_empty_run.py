@@ -8,9 +8,10 @@ from typing import Any
 
 import dagster as dg
 
-from cdc_lake.defs.lake.assets import HUDI_KEY, cdc_events_hudi
+from cdc_lake.defs.keys import HUDI_KEY, ORDER_ITEMS_KEY
+from cdc_lake.defs.lake.assets import cdc_events_hudi
 from cdc_lake.defs.lake.sensors import SENSOR_RESOURCES, raw_cdc_files_sensor
-from cdc_lake.defs.marts.assets import ORDER_ITEMS_KEY, order_items
+from cdc_lake.defs.marts.assets import order_items
 from cdc_lake.lake.timeline import newest_commit_instant
 from cdc_lake.resources.local import local_resources
 from cdc_lake.resources.spark import SparkLauncher

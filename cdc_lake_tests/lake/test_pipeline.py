@@ -9,9 +9,10 @@ import time
 
 import dagster as dg
 
-from cdc_lake.defs.lake.assets import HUDI_KEY, cdc_events_hudi
+from cdc_lake.defs.keys import HUDI_KEY, ORDER_ITEMS_KEY
+from cdc_lake.defs.lake.assets import cdc_events_hudi
 from cdc_lake.defs.lake.checks import matches_source, no_quarantined_lines
-from cdc_lake.defs.marts.assets import ORDER_ITEMS_KEY, order_items
+from cdc_lake.defs.marts.assets import order_items
 from cdc_lake.lake.ingest import read_table
 from cdc_lake.resources.local import local_resources
 from cdc_lake.resources.spark import SparkLauncher

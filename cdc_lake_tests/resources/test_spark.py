@@ -17,8 +17,9 @@ from botocore.stub import Stubber
 from dagster_aws.pipes import PipesS3MessageReader
 from dagster_pipes import decode_param
 
-from cdc_lake.defs.lake.assets import HUDI_KEY, cdc_events_hudi
-from cdc_lake.defs.marts.assets import ORDER_ITEMS_KEY, order_items
+from cdc_lake.defs.keys import HUDI_KEY, ORDER_ITEMS_KEY
+from cdc_lake.defs.lake.assets import cdc_events_hudi
+from cdc_lake.defs.marts.assets import order_items
 from cdc_lake.lake.hudi import HUDI_CONF
 from cdc_lake.lake.ingest import read_table
 from cdc_lake.resources.local import local_resources

@@ -31,7 +31,7 @@ from dagster_aws.s3 import S3Resource
 from pydantic import Field
 
 from cdc_lake.defs import LAKE_FRESHNESS, PIPELINE_GROUP
-from cdc_lake.defs.raw.assets import RAW_KEY
+from cdc_lake.defs.keys import HUDI_KEY, RAW_KEY
 from cdc_lake.defs.unchanged import carried_check_results, carried_metadata, latest_materialization
 from cdc_lake.lake.checkpoint import is_legacy, pending
 from cdc_lake.lake.timeline import instant_time, newest_commit_instant
@@ -39,17 +39,6 @@ from cdc_lake.raw.objects import RawLayout
 from cdc_lake.resources.lake import LakeResource
 from cdc_lake.resources.spark import SparkLauncher
 from cdc_lake.resources.streaming import CdcPipelineResource
-
-HUDI_KEY = dg.AssetKey(["hudi", "datalake", "cdc_events"])
-
-
-def lake_checkpoint(instance: dg.DagsterInstance) -> dict | None:
-    """The checkpoint of the Hudi asset's latest materialization: where the lake is."""
-    event = instance.get_latest_materialization_event(HUDI_KEY)
-    mat = event.asset_materialization if event else None
-    stored = mat.metadata.get("checkpoint") if mat else None
-    value = stored.value if stored is not None else None
-    return value if isinstance(value, dict) else None
 
 
 class LakeRefreshConfig(dg.Config):

@@ -19,7 +19,7 @@ from typing import Any
 import dagster as dg
 from dagster_aws.s3 import S3Resource
 
-from cdc_lake.defs.lake.assets import HUDI_KEY
+from cdc_lake.defs.keys import HUDI_KEY
 from cdc_lake.lake.checkpoint import Checkpoint, is_legacy, pending
 from cdc_lake.lake.digest import VERSION, compare_digests, source_digest
 from cdc_lake.raw.objects import RawLayout

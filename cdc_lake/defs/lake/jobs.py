@@ -8,8 +8,7 @@ commits nothing.
 
 import dagster as dg
 
-from cdc_lake.defs.lake.assets import HUDI_KEY
-from cdc_lake.defs.marts.assets import ORDER_ITEMS_KEY
+from cdc_lake.defs.keys import HUDI_KEY, ORDER_ITEMS_KEY
 
 lake_refresh_job = dg.define_asset_job(
     "lake_refresh",

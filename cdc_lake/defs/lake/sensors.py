@@ -25,8 +25,8 @@ import json
 import dagster as dg
 from dagster_aws.s3 import S3Resource
 
-from cdc_lake.defs.lake.assets import lake_checkpoint
 from cdc_lake.defs.lake.jobs import lake_refresh_job
+from cdc_lake.defs.unchanged import lake_checkpoint
 from cdc_lake.lake.checkpoint import pending
 from cdc_lake.raw.objects import RawLayout
 from cdc_lake.resources.streaming import CdcPipelineResource

@@ -19,14 +19,12 @@ from dagster_aws.s3 import S3Resource
 from pydantic import Field
 
 from cdc_lake.defs import LAKE_FRESHNESS, PIPELINE_GROUP
-from cdc_lake.defs.lake.assets import HUDI_KEY
+from cdc_lake.defs.keys import HUDI_KEY, ORDER_ITEMS_KEY
 from cdc_lake.defs.unchanged import carried_check_results, carried_metadata, latest_materialization
 from cdc_lake.lake.timeline import instant_time, newest_commit_instant
 from cdc_lake.marts.chart import CURRENCY_SYMBOL, chart_markdown, chart_png
 from cdc_lake.resources.lake import LakeResource
 from cdc_lake.resources.spark import SparkLauncher
-
-ORDER_ITEMS_KEY = dg.AssetKey(["s3", "marts", "order_items"])
 
 
 class OrderItemsConfig(dg.Config):

@@ -22,7 +22,7 @@ from botocore.exceptions import ClientError
 from dagster_aws.s3 import S3Resource
 
 from cdc_lake.defs import PIPELINE_GROUP
-from cdc_lake.defs.streaming.assets import TOPIC_KEY
+from cdc_lake.defs.keys import RAW_KEY, TOPIC_KEY
 from cdc_lake.raw.objects import (  # noqa: F401 (MissingBucketError re-exported)
     MissingBucketError,
     RawLayout,
@@ -32,8 +32,6 @@ from cdc_lake.raw.objects import (  # noqa: F401 (MissingBucketError re-exported
 from cdc_lake.resources.source import PostgresResource
 from cdc_lake.resources.streaming import CdcPipelineResource, ConnectResource, KafkaResource
 from cdc_lake.streaming.topics import consumer_lag, wait_for_consumer
-
-RAW_KEY = dg.AssetKey(["s3", "raw", "cdc_events_files"])
 
 
 @dg.asset(

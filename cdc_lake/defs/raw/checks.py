@@ -17,8 +17,8 @@ import dagster as dg
 from dagster_aws.s3 import S3Resource
 
 from cdc_lake.defs.check_results import at_most, connector_check
-from cdc_lake.defs.lake.assets import lake_checkpoint
-from cdc_lake.defs.raw.assets import RAW_KEY
+from cdc_lake.defs.keys import RAW_KEY
+from cdc_lake.defs.unchanged import lake_checkpoint
 from cdc_lake.lake.checkpoint import pending
 from cdc_lake.raw.objects import RawLayout
 from cdc_lake.resources.streaming import CdcPipelineResource, ConnectResource, KafkaResource

@@ -11,11 +11,10 @@ import datetime
 import dagster as dg
 
 from cdc_lake.defs import PIPELINE_GROUP
+from cdc_lake.defs.keys import OUTBOX_KEY
 from cdc_lake.resources.source import PostgresResource
 from cdc_lake.resources.streaming import CdcPipelineResource
 from cdc_lake.source.database import prepare_source
-
-OUTBOX_KEY = dg.AssetKey(["postgres", "datalake", "cdc_events_outbox"])
 
 
 @dg.asset(

@@ -16,14 +16,12 @@ the retained WAL passes ``slot_lag_warn_bytes``.
 import dagster as dg
 
 from cdc_lake.defs import PIPELINE_GROUP
-from cdc_lake.defs.source.assets import OUTBOX_KEY
+from cdc_lake.defs.keys import OUTBOX_KEY, TOPIC_KEY
 from cdc_lake.resources.source import PostgresResource
 from cdc_lake.resources.streaming import CdcPipelineResource, ConnectResource, KafkaResource
 from cdc_lake.source.database import outbox_stats
 from cdc_lake.source.preflight import check_logical_replication, slot_lag
 from cdc_lake.streaming.topics import wait_for_offsets
-
-TOPIC_KEY = dg.AssetKey(["kafka", "cdc_events_topic"])
 
 
 @dg.asset(

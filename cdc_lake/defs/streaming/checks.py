@@ -13,7 +13,7 @@
 import dagster as dg
 
 from cdc_lake.defs.check_results import at_most, connector_check
-from cdc_lake.defs.streaming.assets import TOPIC_KEY
+from cdc_lake.defs.keys import TOPIC_KEY
 from cdc_lake.resources.source import PostgresResource
 from cdc_lake.resources.streaming import CdcPipelineResource, ConnectResource
 from cdc_lake.source.preflight import slot_lag
