@@ -13,50 +13,22 @@ what an empty run saves. No timing is asserted.
 from __future__ import annotations
 
 import os
-import uuid
 from collections.abc import Callable
 from typing import Any
 
 import dagster as dg
 
 from bench.harness import Figure, median, paired
-from cdc_lake.defs.keys import HUDI_KEY
-from cdc_lake.defs.lake.assets import cdc_events_hudi
-from cdc_lake.defs.marts.assets import order_items
-from cdc_lake.resources.local import local_resources
+from bench.refresh_lake import ASSETS, new_commit, synthetic_lake
 from cdc_lake.stack import LocalStack
 from cdc_lake.stack.settings import local_secret_env
-from cdc_lake.testing.synthetic import SyntheticLake, event
-
-ASSETS = [cdc_events_hudi, order_items]
-
-
-def new_commit(result: dg.ExecuteInProcessResult) -> bool:
-    mat = next(
-        e.materialization
-        for e in result.get_asset_materialization_events()
-        if e.materialization.asset_key == HUDI_KEY
-    )
-    return bool(mat.metadata["new_commit"].value)
 
 
 def bench_empty_run(
     stack: LocalStack, client: Any, orders: int, reps: int, say: Callable[[str], None]
 ) -> list[Figure]:
-    s = stack.settings
-    os.environ.update(local_secret_env(s))
-    lake = SyntheticLake(client, s.raw_bucket, s.lake_bucket, name=f"empty-{uuid.uuid4().hex[:6]}")
-    per_file = max(1, orders // 10)
-    for start in range(0, orders, per_file):
-        lake.put([event(i, 100, i + 1) for i in range(start, min(orders, start + per_file))])
-    resources = local_resources(
-        s,
-        lake={
-            "table_prefix": f"synthetic/{lake.name}/cdc_events",
-            "order_items_prefix": f"synthetic/{lake.name}/order_items",
-        },
-        raw_prefix=lake.raw_prefix,
-    )
+    os.environ.update(local_secret_env(stack.settings))
+    _, resources = synthetic_lake(stack, client, orders, "empty")
     instance = dg.DagsterInstance.ephemeral()
     say(f"empty: first refresh of {orders:,} orders")
     assert new_commit(dg.materialize(ASSETS, resources=resources, instance=instance))

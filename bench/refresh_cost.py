@@ -15,40 +15,20 @@ from __future__ import annotations
 
 import os
 import random
-import uuid
 from collections.abc import Callable
 from typing import Any
 
 import dagster as dg
 
-from bench.empty_run import new_commit
 from bench.harness import Figure, median, paired
-from cdc_lake.defs.lake.assets import cdc_events_hudi
-from cdc_lake.defs.marts.assets import order_items
-from cdc_lake.resources.local import local_resources
+from bench.refresh_lake import ASSETS, new_commit, synthetic_lake
 from cdc_lake.stack import LocalStack
 from cdc_lake.stack.settings import local_secret_env
-from cdc_lake.testing.synthetic import SyntheticLake, event
-
-ASSETS = [cdc_events_hudi, order_items]
+from cdc_lake.testing.synthetic import event
 
 
 def _lake(stack: LocalStack, client: Any, orders: int, say: Callable[[str], None]):
-    s = stack.settings
-    lake = SyntheticLake(
-        client, s.raw_bucket, s.lake_bucket, name=f"refresh-{uuid.uuid4().hex[:6]}"
-    )
-    per_file = max(1, orders // 10)
-    for start in range(0, orders, per_file):
-        lake.put([event(i, 100, i + 1) for i in range(start, min(orders, start + per_file))])
-    resources = local_resources(
-        s,
-        lake={
-            "table_prefix": f"synthetic/{lake.name}/cdc_events",
-            "order_items_prefix": f"synthetic/{lake.name}/order_items",
-        },
-        raw_prefix=lake.raw_prefix,
-    )
+    lake, resources = synthetic_lake(stack, client, orders, "refresh")
     instance = dg.DagsterInstance.ephemeral()
     say(f"refresh: building a table of {orders:,} orders")
     result = dg.materialize(ASSETS, resources=resources, instance=instance)

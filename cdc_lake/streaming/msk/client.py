@@ -77,7 +77,7 @@ class MskConnectClient:
         desc = self.kc.describe_connector(connectorArn=found["connectorArn"])
         plugin = desc["plugins"][0]["customPlugin"]
         worker = desc.get("workerConfiguration") or {}
-        if name.endswith("-debezium-source"):
+        if config.get("connector.class", "").startswith("io.debezium."):  # the source's extras
             config = with_extras(name, config, msk_source_extras(self.settings))
         deployer = MskConnectDeployer(self.kc, self.settings, timeout_s, self.poll_s, log=log)
         result = deployer.ensure_connector(
