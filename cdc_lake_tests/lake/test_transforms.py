@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import random
 
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
@@ -15,7 +14,6 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from cdc_lake.lake.ordering import latest_per_key
 from cdc_lake.lake.transforms import (
     LAKE_COLUMNS,
     RAW_EVENT_SCHEMA,
@@ -23,7 +21,7 @@ from cdc_lake.lake.transforms import (
     parse_raw_lines,
     split_valid,
 )
-from cdc_lake_tests.lake.rows import KEY, by_order, event, lake_rows, line
+from cdc_lake_tests.lake.rows import KEY, event, lake_rows, line
 
 # --- parsing ---------------------------------------------------------------------------------
 
@@ -204,92 +202,3 @@ def test_lines_from_text_numbers_lines_like_the_ingestion_reader(plain_spark: Sp
         ("k3", 2, ""),
     ]
     assert lines_from_text(plain_spark, []).count() == 0
-
-
-# --- ordering and deduplication --------------------------------------------------------------
-
-
-def test_latest_per_key(plain_spark: SparkSession):
-    ts = 1_795_217_436_837
-    later = "2026-11-21T00:00:00Z"
-    events = [
-        # Order 1: three updates in one batch, file order scrambled; the newest wins.
-        event(order_id=1, __op="u", __source_ts_ms=ts + 20, __lsn=300, customer_id="LAST"),
-        event(order_id=1, __op="c", __source_ts_ms=ts, __lsn=100, customer_id="FIRST"),
-        event(order_id=1, __op="u", __source_ts_ms=ts + 10, __lsn=200, customer_id="MIDDLE"),
-        # Order 2: an older event after a newer one is ignored.
-        event(order_id=2, __op="u", __source_ts_ms=ts + 50, __lsn=500, customer_id="NEW"),
-        event(order_id=2, __op="u", __source_ts_ms=ts + 40, __lsn=400, customer_id="OLD"),
-        # Order 3: same ts, lsn 100 beats lsn 99 (unpadded strings would sort the other way).
-        event(order_id=3, __op="u", __source_ts_ms=ts, __lsn=100, customer_id="LSN100"),
-        event(order_id=3, __op="u", __source_ts_ms=ts, __lsn=99, customer_id="LSN99"),
-        # Order 4: the delete is the latest event.
-        event(order_id=4, __op="c", __source_ts_ms=ts, __lsn=10),
-        event(order_id=4, __op="d", __deleted="true", __source_ts_ms=ts + 1, __lsn=11),
-        # Order 5: an exact tie on (ts, lsn) goes to the delete, before updated_at is looked at.
-        event(order_id=5, __op="u", __source_ts_ms=ts, __lsn=7, updated_at=later),
-        event(order_id=5, __op="d", __deleted="true", __source_ts_ms=ts, __lsn=7),
-        # Order 7: the same for an update against an insert.
-        event(order_id=7, __op="c", __source_ts_ms=ts, __lsn=8, updated_at=later, customer_id="C"),
-        event(order_id=7, __op="u", __source_ts_ms=ts, __lsn=8, customer_id="U"),
-        # Order 6: the same event read twice (a replayed file) gives one row.
-        event(order_id=6, __op="c", __source_ts_ms=ts, __lsn=1),
-        event(order_id=6, __op="c", __source_ts_ms=ts, __lsn=1),
-    ]
-    rows = lake_rows(plain_spark, events)
-    latest = latest_per_key(rows)
-    assert latest.columns == rows.columns
-    got = by_order(latest)
-    assert latest.count() == 7
-    assert got[1]["customer_id"] == "LAST" and got[1]["cdc_lsn"] == 300
-    assert got[2]["customer_id"] == "NEW"
-    assert got[3]["customer_id"] == "LSN100"
-    assert (got[4]["cdc_op"], got[4]["is_deleted"]) == ("d", True)
-    assert (got[5]["cdc_op"], got[5]["is_deleted"]) == ("d", True)
-    assert got[6]["cdc_lsn"] == 1
-    assert (got[7]["cdc_op"], got[7]["customer_id"]) == ("u", "U")
-
-    # The winner does not depend on input order or partitioning.
-    shuffled = events[:]
-    random.Random(7).shuffle(shuffled)
-    again = by_order(latest_per_key(lake_rows(plain_spark, shuffled).repartition(3)))
-    assert again == got
-
-
-def test_cdc_ordering_sorts_like_ts_then_lsn(plain_spark: SparkSession):
-    pairs = [
-        (1_795_217_436_837, 9),
-        (1_795_217_436_837, 10),
-        (1_795_217_436_837, 99),
-        (1_795_217_436_837, 100),
-        (1_795_217_436_837, 31_370_880),
-        (1_795_217_436_838, 5),
-        (999_999_999_999, 9_223_372_036_854_775_807),  # 12-digit ts, largest lsn
-        (0, 0),
-        (999_999_999_999_999, 1),
-    ]
-    events = [event(order_id=i, __source_ts_ms=ts, __lsn=lsn) for i, (ts, lsn) in enumerate(pairs)]
-    rows = lake_rows(plain_spark, events).collect()
-    orderings = {(r["cdc_source_ts_ms"], r["cdc_lsn"]): r["cdc_ordering"] for r in rows}
-    assert all(len(o) == 35 for o in orderings.values())
-    assert sorted(orderings, key=lambda p: orderings[p]) == sorted(pairs)
-
-
-def test_incremental_snapshot_read_has_no_lsn_and_sorts_by_its_emission_time(
-    plain_spark: SparkSession,
-):
-    ts = 1_795_217_436_837
-    # As Debezium 3.6 emits an ad-hoc (incremental) snapshot read: __lsn null, ts_ms the
-    # emission time, later than every change streamed before it.
-    resent = event(order_id=1, __op="r", __lsn=None, __source_ts_ms=ts + 5, customer_id="NOW")
-    streamed = event(order_id=1, __op="u", __lsn=900, __source_ts_ms=ts, customer_id="BEFORE")
-    rows = lake_rows(plain_spark, [streamed, resent])
-    got = by_order(latest_per_key(rows))[1]
-    assert (got["cdc_op"], got["customer_id"], got["cdc_lsn"]) == ("r", "NOW", None)
-    assert got["cdc_ordering"] == f"{ts + 5:015d}{0:020d}"
-    # In the same millisecond a streamed change, which has an LSN, still wins.
-    tie = event(order_id=1, __op="u", __lsn=1, __source_ts_ms=ts + 5, customer_id="SAME_MS")
-    assert by_order(latest_per_key(lake_rows(plain_spark, [resent, tie])))[1]["cdc_op"] == "u"
-    # Only a snapshot read may lack an LSN.
-    parsed = parse_raw_lines(lines_from_text(plain_spark, [(KEY, line(__op="u", __lsn=None))]))
-    assert parsed.collect()[0]["error"] == "missing or null: __lsn"
