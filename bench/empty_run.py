@@ -4,7 +4,7 @@ The refresh is what the ``lake_refresh`` job runs, the Hudi asset and the order 
 ``dg.materialize`` with the local resources on a synthetic table of ``orders`` orders. Paired,
 alternately, with the same run on an instance that has no earlier materialization: that one
 cannot carry anything forward, so it takes the Spark path every empty run took before (the
-upsert job commits nothing, then scans the table for its checks and digest, and the order items
+upsert app commits nothing, then scans the table for its checks and digest, and the order items
 are rebuilt). Both run in a process whose Spark session is already up, so the Spark side leaves
 out the JVM start of a fresh run process (about 25 s): its figure and the ratio understate
 what an empty run saves. No timing is asserted.
@@ -46,7 +46,7 @@ def bench_empty_run(
     size = f"{orders:,} orders"
     return [
         Figure("empty run", f"lake refresh with nothing new, {size}", a, "s", "< 5 s",
-               "Hudi + order items; no Spark job"),
+               "Hudi + order items; no Spark app"),
         Figure("empty run", f"same run through Spark (as before), {size}", b, "s", "",
                "Spark session already up: no JVM start counted"),
         Figure("empty run", "ratio carried / Spark path", a / b, "x", ""),

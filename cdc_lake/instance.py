@@ -43,22 +43,27 @@ def default_home(settings: StackSettings) -> Path:
 
 
 def configured_home(settings: StackSettings) -> Path:
-    """The instance the CLI's runs go to: ``DAGSTER_HOME`` if set, else the stack's own;
-    prepared (``prepare_home``)."""
-    return prepare_home(Path(os.environ.get("DAGSTER_HOME") or default_home(settings)))
+    """The instance the CLI's runs go to: ``DAGSTER_HOME`` if set (its files are the user's:
+    only a missing ``dagster.yaml`` is written), else the stack's own, prepared in full."""
+    if os.environ.get("DAGSTER_HOME"):
+        return prepare_home(Path(os.environ["DAGSTER_HOME"]), workspace=False)
+    return prepare_home(default_home(settings))
 
 
-def prepare_home(home: Path, grpc_port: int | None = None) -> Path:
+def prepare_home(home: Path, grpc_port: int | None = None, workspace: bool = True) -> Path:
     """The instance directory with its ``dagster.yaml`` and ``workspace.yaml``; idempotent.
     With ``grpc_port``, the workspace uses the code server there (``code_server``) instead of
-    each Dagster process spawning its own."""
+    each Dagster process spawning its own; without ``workspace``, none is written."""
     home.mkdir(mode=0o700, parents=True, exist_ok=True)
     if not (home / "dagster.yaml").exists():
         (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
-    workspace = home / "workspace.yaml"
+    if not workspace:
+        _create_storage(home)
+        return home
+    workspace_file = home / "workspace.yaml"
     if grpc_port is not None:
         location = f"  - grpc_server:\n      host: 127.0.0.1\n      port: {grpc_port}\n"
-    elif workspace.exists() and "grpc_server" in workspace.read_text():
+    elif workspace_file.exists() and "grpc_server" in workspace_file.read_text():
         return home  # keep the code server a caller set up
     else:
         location = (
@@ -66,7 +71,7 @@ def prepare_home(home: Path, grpc_port: int | None = None) -> Path:
             "      module_name: cdc_lake.definitions\n"
             f"      working_directory: {project_root()}\n"
         )
-    workspace.write_text(f"load_from:\n{location}      location_name: {LOCATION}\n")
+    workspace_file.write_text(f"load_from:\n{location}      location_name: {LOCATION}\n")
     _create_storage(home)
     return home
 

@@ -98,3 +98,25 @@ def test_ui_serves_the_stacks_instance_with_its_settings(local_stack: LocalStack
             proc.wait(timeout=60)
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
+
+
+def test_configured_home_keeps_a_users_dagster_home_as_it_is(tmp_path, monkeypatch):
+    """With ``DAGSTER_HOME`` set, the CLI's runs go there and only a missing ``dagster.yaml`` is
+    written; without it, the stack's own instance gets its workspace too."""
+    from cdc_lake.instance import configured_home
+    from cdc_lake_tests.conftest import make_settings
+
+    settings = make_settings(29_400, state_dir=tmp_path / "state")
+    home = tmp_path / "home"
+    home.mkdir()
+    workspace = home / "workspace.yaml"
+    workspace.write_text("load_from:\n  - python_module: my_project.definitions\n")
+    monkeypatch.setenv("DAGSTER_HOME", str(home))
+    assert configured_home(settings) == home
+    assert workspace.read_text() == "load_from:\n  - python_module: my_project.definitions\n"
+    assert (home / "dagster.yaml").read_text() == "telemetry:\n  enabled: false\n"
+
+    monkeypatch.delenv("DAGSTER_HOME")
+    own = configured_home(settings)
+    assert own == default_home(settings)
+    assert "cdc_lake.definitions" in (own / "workspace.yaml").read_text()

@@ -9,8 +9,9 @@ check results declared on the asset are the latest completed evaluation of each,
 since they were computed on the same data; ``carried_from_run`` names the run that computed
 them. A check never evaluated before is left out (Dagster logs it as not yielded).
 
-``lake_checkpoint`` reads where the lake is from the Hudi asset's latest materialization: the
-sensor, the lake asset and the raw stage's ``pending_raw_objects`` all start from it.
+``checkpoint_of`` reads where the lake is from a Hudi materialization's metadata, and
+``lake_checkpoint`` from the latest one: the sensor, the lake asset's carried-forward run and the
+raw stage's ``pending_raw_objects`` all start from it.
 """
 
 from __future__ import annotations
@@ -70,10 +71,14 @@ def carried_check_results(
     return out
 
 
-def lake_checkpoint(instance: dg.DagsterInstance) -> dict | None:
-    """The checkpoint of the Hudi asset's latest materialization: where the lake is."""
-    event = instance.get_latest_materialization_event(HUDI_KEY)
-    mat = event.asset_materialization if event else None
-    stored = mat.metadata.get("checkpoint") if mat else None
+def checkpoint_of(metadata: dict[str, dg.MetadataValue]) -> dict | None:
+    """The checkpoint a Hudi materialization's metadata records, or None."""
+    stored = metadata.get("checkpoint")
     value = stored.value if stored is not None else None
     return value if isinstance(value, dict) else None
+
+
+def lake_checkpoint(instance: dg.DagsterInstance) -> dict | None:
+    """The checkpoint of the Hudi asset's latest materialization: where the lake is."""
+    latest = latest_materialization(instance, HUDI_KEY)
+    return checkpoint_of(latest[1]) if latest else None

@@ -43,7 +43,7 @@ Collisions
     the content sum, but reported as a content difference.
 
 Cost
-    One aggregation over the live rows: an md5 per row over its content columns. The upsert job
+    One aggregation over the live rows: an md5 per row over its content columns. The upsert app
     computes the row hashes in the same read and cache of the snapshot that serves its other
     checks (the cache holds the hash, not the JSON columns); PostgreSQL runs one query, a full
     scan of the outbox. Both grow with the table, not with the change. Issue 11 may later

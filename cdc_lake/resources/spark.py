@@ -32,6 +32,7 @@ from dagster_pyspark import LazyPySparkResource
 
 from cdc_lake.aws.emr_step import PipesEMRStepClient
 from cdc_lake.lake.hudi import HUDI_CONF
+from cdc_lake.spark_apps.entry import APP_EXTRA, PARAMS_EXTRA
 from cdc_lake.spark_apps.package import build_package, upload_package
 
 # The Hudi bundle of the EMR release (EMR 7.x: Spark 3.5), on every node of the image.
@@ -96,8 +97,8 @@ def outcome_from_pipes(invocation: PipesClientCompletedInvocation) -> SparkOutco
             outcome.checks.append(result)
     if not outcome.metadata:
         raise dg.Failure(
-            "the Spark job finished but reported no materialization through Pipes: check that "
-            "the job's S3 messages reached the Pipes bucket"
+            "the Spark app finished but reported no materialization through Pipes: check that "
+            "the app's S3 messages reached the Pipes bucket"
         )
     outcome.metadata |= dict(invocation.metadata)
     return outcome
@@ -190,7 +191,7 @@ class EmrStepLauncher(_EmrLauncher):
                 self.deploy_mode,
                 *spark_submit_args(zip_uri, self.spark_conf),
             ],
-            extras={"job": app, "params": params},  # the key entry.py reads
+            extras={APP_EXTRA: app, PARAMS_EXTRA: params},
         )
         return outcome_from_pipes(invocation)
 
@@ -261,6 +262,6 @@ class EmrServerlessLauncher(_EmrLauncher):
         invocation = client.run(
             context=context,
             start_job_run_params=self.start_params(app, entry_uri, zip_uri),  # type: ignore[arg-type]
-            extras={"job": app, "params": params},  # the key entry.py reads
+            extras={APP_EXTRA: app, PARAMS_EXTRA: params},
         )
         return outcome_from_pipes(invocation)

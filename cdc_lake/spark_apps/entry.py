@@ -15,6 +15,10 @@ from __future__ import annotations
 
 import sys
 
+# The Pipes extras that name the app and hold its parameters: the launchers write them, main
+# reads them. "job" is the wire name from before apps were called apps.
+APP_EXTRA, PARAMS_EXTRA = "job", "params"
+
 
 def main(argv: list[str] | None = None) -> None:
     import boto3
@@ -36,7 +40,7 @@ def main(argv: list[str] | None = None) -> None:
         params_loader=PipesCliArgsParamsLoader() if cli else PipesEnvVarParamsLoader(),
         message_writer=PipesS3MessageWriter(client=s3, interval=2),
     ) as pipes:
-        app, params = pipes.extras["job"], pipes.extras["params"]
+        app, params = pipes.extras[APP_EXTRA], pipes.extras[PARAMS_EXTRA]
         pipes.log.info(f"cdc-lake {app} app starting")
         spark = SparkSession.Builder().appName(f"cdc-lake-{app}").getOrCreate()
         report = run_app(spark, s3, app, params)

@@ -1,5 +1,5 @@
 """A lake refresh with nothing new, through ``materialize`` on the real stack: it runs no Spark
-job, keeps the last real commit's figures and check results as the latest materialization, the
+app, keeps the last real commit's figures and check results as the latest materialization, the
 order items are not rebuilt, and the sensor still starts from the lake's checkpoint."""
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ def test_empty_run_keeps_the_last_commit_and_starts_no_spark(local_stack: LocalS
         },
         raw_prefix=lake.raw_prefix,
     )
-    # The base resource raises on any job: a run that needs Spark fails with it.
+    # The base launcher raises on any app: a run that needs Spark fails with it.
     no_spark = {**resources, "spark_jobs": SparkLauncher()}
     instance = dg.DagsterInstance.ephemeral()
     lake.put([event(1, 100, 1), event(2, 100, 2), event(3, 100, 3, op="c")])

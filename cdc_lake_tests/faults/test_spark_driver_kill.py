@@ -1,6 +1,6 @@
 """Fault 2: the Spark driver killed in the middle of a Hudi commit.
 
-The lake's upsert job runs in a process of its own (``upsert_worker``: its own SparkSession and
+The lake's upsert app runs in a process of its own (``upsert_worker``: its own SparkSession and
 JVM). The test polls the table's timeline on S3 every 50 ms and, as soon as a new instant is
 inflight (data files being written, the commit not complete), kills the worker's whole process
 group, the JVM included, with SIGKILL. It checks that the instant never completed and that no

@@ -97,7 +97,7 @@ def test_emr_step_runs_the_same_job_and_reports_through_pipes(
         result = dg.materialize([cdc_events_hudi, order_items], resources=resources)
     assert result.success, [e.stderr[-3000:] for e in sim.executions]
 
-    # Both jobs ran as steps, from the uploaded code, with nothing of the project's checkout.
+    # Both apps ran as steps, from the uploaded code, with nothing of the project's checkout.
     assert [e.returncode for e in sim.executions] == [0, 0]
     emr = boto3.client("emr", region_name=REGION, endpoint_url=moto_endpoint)
     steps = emr.list_steps(ClusterId=cluster_id)["Steps"]
@@ -141,7 +141,7 @@ def test_emr_step_runs_the_same_job_and_reports_through_pipes(
     rows = {r["order_id"]: r for r in table.collect()}
     assert set(rows) == {1, 3} and rows[1]["shipped_date"].toordinal() > 0
 
-    # An unchanged job is not uploaded again; a run with no new files commits nothing, and
+    # An unchanged app package is not uploaded again; a run with no new files commits nothing, and
     # reports the newest commit (this instance has no materialization to carry forward).
     with EmrSimulator(s, s3, REGION) as sim:
         again = dg.materialize([cdc_events_hudi], resources=resources)

@@ -32,7 +32,12 @@ from pydantic import Field
 
 from cdc_lake.defs import LAKE_FRESHNESS, PIPELINE_GROUP
 from cdc_lake.defs.keys import HUDI_KEY, RAW_KEY
-from cdc_lake.defs.unchanged import carried_check_results, carried_metadata, latest_materialization
+from cdc_lake.defs.unchanged import (
+    carried_check_results,
+    carried_metadata,
+    checkpoint_of,
+    latest_materialization,
+)
 from cdc_lake.lake.checkpoint import is_legacy, pending
 from cdc_lake.lake.timeline import instant_time, newest_commit_instant
 from cdc_lake.raw.objects import RawLayout
@@ -104,11 +109,8 @@ def _nothing_new(
         return None
     meta = previous[1]
     instant = meta.get("commit_instant")
-    stored = meta.get("checkpoint")
-    checkpoint = stored.value if stored is not None else None
-    if instant is None or instant.value == "none" or not isinstance(checkpoint, dict):
-        return None
-    if not checkpoint or is_legacy(checkpoint):
+    checkpoint = checkpoint_of(meta)
+    if instant is None or instant.value == "none" or not checkpoint or is_legacy(checkpoint):
         return None
     client = s3.get_client()
     newest = newest_commit_instant(client, lake.lake_bucket, lake.table_prefix)

@@ -1,14 +1,14 @@
 """Checks of the CDC invariants on the Hudi table that need no Spark of their own.
 
-``order_id_unique`` and ``no_deleted_orders`` are evaluated by the upsert job itself (see the
+``order_id_unique`` and ``no_deleted_orders`` are evaluated by the upsert app itself (see the
 asset's check specs). Here:
 
 - ``no_quarantined_lines``: the quarantine prefix is empty (only fills with quarantine on).
 - ``matches_source`` (blocking): after catch-up, the live rows equal the outbox's, keys and
-  content. The upsert job reports a digest of the live rows (per bucket of order_id mod 64: the
+  content. The upsert app reports a digest of the live rows (per bucket of order_id mod 64: the
   count, key sums and the sum of a hash of each row's content; see ``cdc_lake/lake/digest.py``);
   the same digest is computed in PostgreSQL, so the comparison costs one query and no Spark
-  job, on local Spark and on EMR alike. Differing buckets are reported as key differences (rows
+  app, on local Spark and on EMR alike. Differing buckets are reported as key differences (rows
   missing or extra) or content differences (stale rows). While raw files or topic records are
   still pending, the lake cannot match yet: the check then fails with WARN severity and says
   what is pending. A mismatch with nothing pending is an ERROR.
