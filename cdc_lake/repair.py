@@ -36,11 +36,11 @@ def replay(
     from cdc_lake.defs.lake.checks import matches_source, no_quarantined_lines
     from cdc_lake.defs.marts.assets import order_items
     from cdc_lake.instance import configured_home
-    from cdc_lake.resources import build_resources
+    from cdc_lake.resources import build_resources, environment_name
     from cdc_lake.resources.local import local_resources
     from cdc_lake.stack.settings import local_secret_env
 
-    local = os.environ.get("CDC_LAKE_ENV", "local") == "local"
+    local = environment_name() == "local"
     if local:
         # In this process only: the resources' EnvVars, never on a command line.
         os.environ.update(local_secret_env(settings))

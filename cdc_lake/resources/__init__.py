@@ -6,7 +6,7 @@ to ``.env`` at the project root (mode 0600, git-ignored), which ``dagster dev`` 
 
 One module per idea: ``source`` (PostgreSQL), ``streaming`` (Kafka, Connect, the pipeline's
 names), ``lake`` (the Hudi table), ``spark`` (where the Spark apps run), ``local`` and ``prod``
-(the two resource sets).
+(the two resource sets, imported only when chosen).
 """
 
 from __future__ import annotations
@@ -14,15 +14,25 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from cdc_lake.resources.local import local_resources
-from cdc_lake.resources.prod import prod_resources
+ENVIRONMENTS = ("local", "prod")  # the first is the default
+
+
+def environment_name() -> str:
+    """``CDC_LAKE_ENV``, the resource set to use: ``local`` (default) or ``prod``."""
+    return os.environ.get("CDC_LAKE_ENV", ENVIRONMENTS[0])
 
 
 def build_resources(env: str | None = None) -> dict[str, Any]:
-    """The resource set chosen by ``CDC_LAKE_ENV`` (``local``, the default, or ``prod``)."""
-    env = env or os.environ.get("CDC_LAKE_ENV", "local")
+    """The resource set chosen by ``CDC_LAKE_ENV`` (``environment_name``). Each set's module
+    is imported only when it is chosen, not with this package."""
+    env = env or environment_name()
     if env == "local":
+        from cdc_lake.resources.local import local_resources
+
         return local_resources()
     if env == "prod":
+        from cdc_lake.resources.prod import prod_resources
+
         return prod_resources()
-    raise ValueError(f"CDC_LAKE_ENV={env!r} is not a known environment; use 'local' or 'prod'")
+    choices = " or ".join(repr(e) for e in ENVIRONMENTS)
+    raise ValueError(f"CDC_LAKE_ENV={env!r} is not a known environment; use {choices}")

@@ -17,6 +17,7 @@ from cdc_lake.aws.glue import glue_sync_options, register_parquet_table
 from cdc_lake.lake.hudi import HudiTableConfig
 from cdc_lake.lake.ingest import DEFAULT_MAX_LINE_MB
 from cdc_lake.resources.streaming import CdcPipelineResource
+from cdc_lake.streaming.connect_config import CdcConnectorSettings
 
 # How the Hudi table is written, and the defaults, are declared once, in HudiTableConfig.
 _TABLE = {f.name: f.default for f in fields(HudiTableConfig) if f.default is not MISSING}
@@ -44,8 +45,9 @@ class LakeResource(dg.ConfigurableResource):
     embedded_timeline_server: bool = _TABLE["embedded_timeline_server"]
     hudi_options: dict[str, str] = {}
     # Production: Hudi meta sync into this Glue database; the order items are registered too.
+    # None: no Glue catalog (locally, or CDC_LAKE_GLUE_DATABASE=none).
     glue_database: str | None = None
-    region: str = "us-east-1"
+    region: str = CdcConnectorSettings.region
 
     def uri(self, prefix: str) -> str:
         return f"{self.scheme}://{self.lake_bucket}/{prefix}"
@@ -73,7 +75,7 @@ class LakeResource(dg.ConfigurableResource):
     def catalog_options(self) -> dict[str, str]:
         if not self.glue_database:
             return {}
-        return glue_sync_options(self.glue_database, "cdc_events", self.partition_field)
+        return glue_sync_options(self.glue_database, _TABLE["table_name"], self.partition_field)
 
     def upsert_params(
         self, cdc: CdcPipelineResource, replay_from_offset: int | None = None

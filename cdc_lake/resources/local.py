@@ -50,7 +50,9 @@ def local_pipeline(s: StackSettings, **pipeline: Any) -> CdcPipelineResource:
     )
 
 
-def local_connector_settings(s: StackSettings, topic_prefix: str = "cdc") -> CdcConnectorSettings:
+def local_connector_settings(
+    s: StackSettings, topic_prefix: str = CdcConnectorSettings.topic_prefix
+) -> CdcConnectorSettings:
     """The connectors' settings on the local stack, as the local resources deploy them. The
     password is a reference (the stack starts the Connect worker with its variable set)."""
     return local_pipeline(s, topic_prefix=topic_prefix).connector_settings(local_postgres(s))

@@ -1,12 +1,15 @@
 """The AWS resource set (``CDC_LAKE_ENV=prod``) and the one parser of the production settings.
 
-``ProdSettings.from_env`` reads the ``CDC_LAKE_*`` variables once; ``prod_resources`` builds the
-resources from it, and ``cdc-lake msk deploy`` reads the source side the same way
-(``msk_deploy_settings``), so both agree on names, defaults and validation. Values are stripped
-and an empty variable is unset (its default applies). Every missing variable and bad value is
-named in one ``ProdSettingsError``, so one fix round is enough. Nothing connects and no secret
-is read: the database password stays a ``dg.EnvVar``, the replication password a Secrets
-Manager reference the Connect worker resolves.
+``ProdSettings.from_env`` reads the ``CDC_LAKE_*`` variables once, the MSK Connect ones
+(``MskConnectSettings``) included; ``prod_resources`` builds the resources from it, so a run
+reads no setting from the environment. ``cdc-lake msk deploy`` reads the MSK and the source
+side with the same reader and functions (``msk_deploy_settings``), so both agree on names,
+defaults and validation. The reading rules are ``cdc_lake/streaming/msk/env.py``'s: values are
+stripped and an empty variable is unset (its default applies); every missing variable and bad
+value is named in one ``ProdSettingsError``, so one fix round is enough.
+``CDC_LAKE_GLUE_DATABASE=none`` turns the Glue catalog off (no Hudi meta sync, no order-items
+table). Nothing connects and no secret is read: the database password stays a ``dg.EnvVar``,
+the replication password a Secrets Manager reference the Connect worker resolves.
 """
 
 from __future__ import annotations
@@ -30,22 +33,36 @@ from cdc_lake.resources.streaming import (
     MskConnectResource,
 )
 from cdc_lake.streaming.connect_config import CdcConnectorSettings
-from cdc_lake.streaming.msk.secrets import secrets_manager_ref
-from cdc_lake.streaming.msk.settings import MskConnectSettings, missing_msk_env
+from cdc_lake.streaming.msk.env import EnvReader, ProdSettingsError
+from cdc_lake.streaming.msk.settings import MskConnectSettings
 
+__all__ = [  # ProdSettingsError is env.py's, re-exported
+    "SPARK_TARGETS",
+    "ProdSettings",
+    "ProdSettingsError",
+    "msk_deploy_settings",
+    "prod_resources",
+    "prod_spark_launcher",
+]
 
-class ProdSettingsError(ValueError):
-    """A production setting is missing or invalid; the message names every variable."""
-
-
-# Spark target -> (launcher field, variable), all required for that target.
-SPARK_TARGETS: dict[str, tuple[tuple[str, str], ...]] = {
-    "emr-step": (("cluster_id", "CDC_LAKE_EMR_CLUSTER_ID"),),
-    "emr-serverless": (
-        ("application_id", "CDC_LAKE_EMR_SERVERLESS_APP_ID"),
-        ("execution_role_arn", "CDC_LAKE_EMR_EXECUTION_ROLE_ARN"),
+EMR_STEP = "emr-step"
+EMR_SERVERLESS = "emr-serverless"
+# Spark target -> its launcher, and (launcher field, variable) for
+# each variable that target requires.
+SPARK_TARGETS: dict[
+    str, tuple[type[EmrStepLauncher | EmrServerlessLauncher], tuple[tuple[str, str], ...]]
+] = {
+    EMR_STEP: (EmrStepLauncher, (("cluster_id", "CDC_LAKE_EMR_CLUSTER_ID"),)),
+    EMR_SERVERLESS: (
+        EmrServerlessLauncher,
+        (
+            ("application_id", "CDC_LAKE_EMR_SERVERLESS_APP_ID"),
+            ("execution_role_arn", "CDC_LAKE_EMR_EXECUTION_ROLE_ARN"),
+        ),
     ),
 }
+DEFAULT_SPARK_TARGET = EMR_STEP
+GLUE_OFF = "none"  # CDC_LAKE_GLUE_DATABASE=none: no Glue catalog (empty is unset: the default)
 # Production's own defaults (locally the resources' defaults apply).
 REPLICATION_USER = "cdc_replication"
 PG_SSLMODE = "require"
@@ -53,74 +70,22 @@ GLUE_DATABASE = "datalake"
 HUDI_PARALLELISM = 200
 
 
-class _Reader:
-    """The environment as production reads it: values stripped, an empty one unset. Missing
-    and bad variables are collected, then raised together."""
-
-    def __init__(self, environ: Mapping[str, str]):
-        self.environ = environ
-        self.missing: list[str] = []
-        self.problems: list[str] = []
-
-    def get(self, *names: str) -> str | None:
-        """The first of ``names`` that is set (later names are fallbacks)."""
-        for name in names:
-            value = self.environ.get(name, "").strip()
-            if value:
-                return value
-        return None
-
-    def require(self, *names: str) -> str:
-        value = self.get(*names)
-        if value is None:
-            self.add_missing([names[0]])
-        return value or ""
-
-    def add_missing(self, names: list[str]) -> None:
-        self.missing += [n for n in names if n not in self.missing]
-
-    def integer(self, name: str, what: str = "a whole number") -> int | None:
-        value = self.get(name)
-        if value is None:
-            return None
-        if not value.isdigit():
-            self.problems.append(f"{name}={value!r} is not {what}")
-            return None
-        return int(value)
-
-    def check(self, missing_intro: str, suffix: str = "") -> None:
-        problems = list(self.problems)
-        if self.missing:
-            problems.insert(0, f"{missing_intro}: {', '.join(self.missing)}")
-        if problems:
-            raise ProdSettingsError(". ".join(problems) + suffix)
-
-
 def _given(**values: Any) -> dict[str, Any]:
     """The values that were set: the others take the default of the class they are passed to."""
     return {k: v for k, v in values.items() if v is not None}
 
 
-def _source(r: _Reader) -> dict[str, Any]:
+def _source(r: EnvReader) -> dict[str, Any]:
     """The source side (``CdcConnectorSettings``'s fields but the region and the password
     reference), shared by the resources and the MSK deploy."""
     return _given(
         pg_host=r.require("CDC_LAKE_PG_HOST"),
-        pg_port=r.integer("CDC_LAKE_PG_PORT", "a port number"),
+        pg_port=r.integer("CDC_LAKE_PG_PORT", what="a port number"),
         pg_database=r.require("CDC_LAKE_PG_DATABASE"),
         replication_user=r.get("CDC_LAKE_PG_REPLICATION_USER") or REPLICATION_USER,
         raw_bucket=r.require("CDC_LAKE_RAW_BUCKET"),
         raw_prefix=r.get("CDC_LAKE_RAW_PREFIX"),
         topic_prefix=r.get("CDC_LAKE_TOPIC_PREFIX"),
-    )
-
-
-def _msk_password_ref(r: _Reader) -> str:
-    """The Secrets Manager reference MSK Connect's worker resolves (MskConnectSettings'
-    defaults and variables)."""
-    return secrets_manager_ref(
-        r.get("CDC_LAKE_REPLICATION_SECRET") or MskConnectSettings.db_secret,
-        r.get("CDC_LAKE_REPLICATION_SECRET_KEY") or MskConnectSettings.db_secret_key,
     )
 
 
@@ -136,6 +101,7 @@ class ProdSettings:
     lake_bucket: str
     msk_connect: bool  # CDC_LAKE_CONNECT_MODE=msk (default), else a Connect REST URL
     connect_url: str | None
+    msk: MskConnectSettings | None  # with msk_connect
     connect_user: str | None
     spark_target: str
     spark: dict[str, Any] = field(default_factory=dict)  # the launcher's fields
@@ -148,33 +114,33 @@ class ProdSettings:
         CDC_LAKE_CONNECT_MODE=msk (default) the CDC_LAKE_MSK_* variables MskConnectSettings
         needs, else CDC_LAKE_CONNECT_URL; the variables of CDC_LAKE_SPARK_TARGET (emr-step,
         the default, or emr-serverless). docs/deploy.md lists the optional ones."""
-        r = _Reader(environ)
+        r = EnvReader(environ)
         source = _source(r)
         pg_user = r.require("CDC_LAKE_PG_USER")
         kafka_bootstrap = r.require("CDC_LAKE_KAFKA_BOOTSTRAP")
         lake_bucket = r.require("CDC_LAKE_LAKE_BUCKET")
         msk_connect = (r.get("CDC_LAKE_CONNECT_MODE") or "msk") == "msk"
-        connect_url = None
+        connect_url, msk = None, None
         if msk_connect:
-            # MskConnectResource reads these when a run starts; name them now, with the rest.
-            r.add_missing(missing_msk_env(environ))
+            # Parsed here, once: the resource gets the settings, a run reads no variable.
+            msk = MskConnectSettings.read(r)
         else:
             connect_url = r.require("CDC_LAKE_CONNECT_URL")
-        target = r.get("CDC_LAKE_SPARK_TARGET") or "emr-step"
+        target = r.get("CDC_LAKE_SPARK_TARGET") or DEFAULT_SPARK_TARGET
         spark: dict[str, Any] = {}
         if target in SPARK_TARGETS:
-            spark = {name: r.require(var) for name, var in SPARK_TARGETS[target]}
+            spark = {name: r.require(var) for name, var in SPARK_TARGETS[target][1]}
         else:
             r.problems.append(
-                f"CDC_LAKE_SPARK_TARGET={target!r} is not a target; use 'emr-step' or "
-                "'emr-serverless'"
+                f"CDC_LAKE_SPARK_TARGET={target!r} is not a target; use "
+                + " or ".join(repr(t) for t in SPARK_TARGETS)
             )
         parallelism = r.integer("CDC_LAKE_HUDI_PARALLELISM")
         r.check(
             "CDC_LAKE_ENV=prod needs these variables, which are not set", ". See docs/deploy.md."
         )
         region = r.get("CDC_LAKE_AWS_REGION", "AWS_REGION") or CdcConnectorSettings.region
-        if target == "emr-serverless":
+        if target == EMR_SERVERLESS:
             spark["log_uri"] = r.get("CDC_LAKE_EMR_LOG_URI")
         spark |= _given(
             code_bucket=r.get("CDC_LAKE_CODE_BUCKET") or lake_bucket,
@@ -187,9 +153,7 @@ class ProdSettings:
                 **source,
                 region=region,
                 replication_password_ref=(
-                    _msk_password_ref(r)
-                    if msk_connect
-                    else CdcConnectorSettings.replication_password_ref
+                    msk.password_ref if msk else CdcConnectorSettings.replication_password_ref
                 ),
             ),
             pg_user=pg_user,
@@ -198,15 +162,23 @@ class ProdSettings:
             lake_bucket=lake_bucket,
             msk_connect=msk_connect,
             connect_url=connect_url,
+            msk=msk,
             connect_user=r.get("CDC_LAKE_CONNECT_USER"),
             spark_target=target,
             spark=spark,
             lake=_given(
                 table_type=r.get("CDC_LAKE_TABLE_TYPE"),
-                glue_database=r.get("CDC_LAKE_GLUE_DATABASE") or GLUE_DATABASE,
+                glue_database=_glue_database(r.get("CDC_LAKE_GLUE_DATABASE")),
                 parallelism=HUDI_PARALLELISM if parallelism is None else parallelism,
             ),
         )
+
+
+def _glue_database(value: str | None) -> str | None:
+    """``none`` (any case) turns the Glue catalog off; unset is the default database."""
+    if value is None:
+        return GLUE_DATABASE
+    return None if value.lower() == GLUE_OFF else value
 
 
 def msk_deploy_settings(
@@ -215,19 +187,19 @@ def msk_deploy_settings(
     """``cdc-lake msk deploy``'s settings: MSK Connect's, and the source side read as for the
     prod resources (same variables, defaults and errors). The MSK variables' and the source's
     missing ones come in one message; the password is the Secrets Manager reference."""
-    r = _Reader(environ)
-    r.add_missing(missing_msk_env(environ))
+    r = EnvReader(environ)
+    msk = MskConnectSettings.read(r)
     source = _source(r)
     r.check("missing environment variables")
-    msk = MskConnectSettings.from_env(environ)  # its values' own checks
+    assert msk is not None  # check raised otherwise
     return msk, CdcConnectorSettings(
         **source, region=msk.region, replication_password_ref=msk.password_ref
     )
 
 
 def prod_spark_launcher(settings: ProdSettings) -> SparkLauncher:
-    """``CDC_LAKE_SPARK_TARGET``: ``emr-step`` (default) or ``emr-serverless``."""
-    launcher = EmrStepLauncher if settings.spark_target == "emr-step" else EmrServerlessLauncher
+    """``CDC_LAKE_SPARK_TARGET``: one of ``SPARK_TARGETS``."""
+    launcher = SPARK_TARGETS[settings.spark_target][0]
     return launcher(region=settings.region, **settings.spark)
 
 
@@ -241,8 +213,8 @@ def prod_resources(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
     s = ProdSettings.from_env(os.environ if environ is None else environ)
     src = s.source
     connect: ConnectResource
-    if s.msk_connect:
-        connect = MskConnectResource(region=s.region)
+    if s.msk:
+        connect = MskConnectResource(settings=s.msk.as_config())
     else:
         # Basic auth when CDC_LAKE_CONNECT_USER is set; the password is read when a run starts.
         connect = KafkaConnectResource(

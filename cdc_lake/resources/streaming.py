@@ -9,7 +9,6 @@ Connect worker resolves, the Connect REST password an EnvVar read when a run sta
 
 from __future__ import annotations
 
-import os
 from dataclasses import MISSING, fields
 from typing import Any
 
@@ -86,17 +85,20 @@ class KafkaConnectResource(ConnectResource):
 
 
 class MskConnectResource(ConnectResource):
-    """Kafka Connect on Amazon MSK Connect (``CDC_LAKE_CONNECT_MODE=msk``). Its settings come
-    from the ``CDC_LAKE_MSK_*`` variables, read when a run starts; see
-    ``cdc_lake/streaming/msk/settings.py``."""
+    """Kafka Connect on Amazon MSK Connect (``CDC_LAKE_CONNECT_MODE=msk``). ``settings`` is
+    ``MskConnectSettings.as_config()``, parsed once from the ``CDC_LAKE_MSK_*`` variables when
+    the prod resources are built (``cdc_lake/streaming/msk/settings.py``); no secret is in it."""
 
-    region: str
+    settings: dict[str, Any]
     poll_s: float = 15.0
     endpoint_url: str | None = None  # tests only
 
     def client(self) -> MskConnectClient:
-        kc = boto3.client("kafkaconnect", region_name=self.region, endpoint_url=self.endpoint_url)
-        return MskConnectClient(kc, MskConnectSettings.from_env(os.environ), self.poll_s)
+        settings = MskConnectSettings.from_config(self.settings)
+        kc = boto3.client(
+            "kafkaconnect", region_name=settings.region, endpoint_url=self.endpoint_url
+        )
+        return MskConnectClient(kc, settings, self.poll_s)
 
 
 # The connectors' settings and their defaults are declared once, in CdcConnectorSettings.

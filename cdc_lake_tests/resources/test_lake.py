@@ -66,3 +66,12 @@ def test_the_table_settings_defaults_are_hudi_table_configs():
     moved = LakeResource(lake_bucket="b", table_type="MERGE_ON_READ", parallelism=7)
     assert (moved.table_config().table_type, moved.table_config().parallelism) == (
         "MERGE_ON_READ", 7)  # fmt: skip
+
+
+def test_the_region_and_the_glue_table_name_are_declared_once():
+    from cdc_lake.streaming.connect_config import CdcConnectorSettings
+
+    assert LakeResource(lake_bucket="b").region == CdcConnectorSettings.region
+    lake = LakeResource(lake_bucket="b", glue_database="datalake")
+    table_name = HudiTableConfig(base_path="s3a://b/t").table_name
+    assert lake.catalog_options()["hoodie.datasource.hive_sync.table"] == table_name

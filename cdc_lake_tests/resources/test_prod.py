@@ -200,3 +200,65 @@ def test_a_bad_value_is_one_error_naming_the_variable_on_both_paths():
     with pytest.raises(ProdSettingsError) as info:
         prod_resources({"CDC_LAKE_PG_HOST": "h", "CDC_LAKE_PG_PORT": "54x"})
     assert message in str(info.value) and "CDC_LAKE_LAKE_BUCKET" in str(info.value)
+
+
+@pytest.mark.parametrize("count", ["two", "²", "-1"])
+def test_a_bad_msk_variable_fails_when_the_prod_resources_are_built(count: str):
+    """MSK Connect's settings are parsed with the rest, not when a run starts."""
+    bad = {**PROD_ENV, "CDC_LAKE_MSK_MCU_COUNT": count}
+    message = f"CDC_LAKE_MSK_MCU_COUNT={count!r} is not an integer"
+    for build in (prod_resources, msk_deploy_settings, MskConnectSettings.from_env):
+        with pytest.raises(ProdSettingsError) as info:
+            build(bad)
+        assert message in str(info.value), build
+    # An invalid combination, too, and with the other problems in one message.
+    with pytest.raises(ProdSettingsError) as info:
+        prod_resources({**PROD_ENV, "CDC_LAKE_MSK_MCU_COUNT": "3", "CDC_LAKE_PG_PORT": "x"})
+    assert "mcu_count must be one of" in str(info.value)
+    assert "CDC_LAKE_PG_PORT='x'" in str(info.value)
+
+
+def test_the_msk_settings_are_parsed_once_for_the_resources_and_the_deploy(
+    monkeypatch: pytest.MonkeyPatch,
+):
+    env = {**PROD_ENV, "CDC_LAKE_MSK_MCU_COUNT": " 2 ", "CDC_LAKE_MSK_LOG_GROUP": "",
+           "CDC_LAKE_REPLICATION_SECRET": "prod/cdc"}  # fmt: skip
+    connect = prod_resources(env)["kafka_connect"]
+    deployed, _ = msk_deploy_settings(env)
+    assert deployed.mcu_count == 2 and deployed.log_group is None
+    assert MskConnectSettings.from_config(connect.settings) == deployed
+    assert ProdSettings.from_env(env).msk == deployed
+    # A run reads no variable: the client is built from the resource's config alone.
+    for name in list(os.environ):
+        if name.startswith("CDC_LAKE_") or name == "AWS_REGION":
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "x")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "x")
+    assert connect.client().settings == deployed
+
+
+def test_glue_database_none_turns_the_catalog_off():
+    lake = prod_resources({**PROD_ENV, "CDC_LAKE_GLUE_DATABASE": "none"})["lake"]
+    assert lake.glue_database is None
+    assert lake.catalog_options() == {}
+    assert "hoodie.datasource.meta.sync.enable" not in lake.table_config().write_options()
+    assert lake.register_order_items() is None
+    # Empty is unset: the default database.
+    assert prod_resources({**PROD_ENV, "CDC_LAKE_GLUE_DATABASE": ""})["lake"].glue_database == (
+        "datalake"
+    )
+
+
+def test_the_resources_package_imports_a_resource_set_only_when_chosen():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, cdc_lake.resources as r; "
+        "print(r.environment_name(), 'cdc_lake.resources.local' in sys.modules, "
+        "'cdc_lake.resources.prod' in sys.modules)"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "CDC_LAKE_ENV"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         check=True).stdout  # fmt: skip
+    assert out.split() == ["local", "False", "False"]

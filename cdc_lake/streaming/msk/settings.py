@@ -2,9 +2,12 @@
 ``CDC_LAKE_MSK_*`` variables, and the parts of the ``kafkaconnect`` requests it determines
 (cluster, capacity, log delivery, worker properties).
 
-Settings are validated when built: a broker that is not an IAM listener, no subnets, a role
-that is not an ARN, or impossible capacity raise ``ValueError`` naming every problem, and
-``from_env`` names every missing variable at once, so a deploy fails before its first AWS call.
+The variables are read by the production rules (``env.py``: stripped, empty is unset, one
+``ProdSettingsError`` naming every missing or bad one), once, with the prod resources'
+(``ProdSettings``) or the deploy's own (``msk_deploy_settings``); ``MskConnectResource`` gets
+the parsed settings as config. Settings are validated when built: a broker that is not an IAM
+listener, no subnets, a role that is not an ARN, or impossible capacity raise ``ValueError``
+naming every problem, so a deploy or the resources fail before the first AWS call.
 Kafka access is IAM over TLS: MSK Connect authenticates the workers and the connectors' own
 clients with the service execution role, so no SASL keys are needed. The role needs the
 ``kafka-cluster:*`` topic and group actions, ``kafka-cluster:CreateTopic`` for the source's
@@ -14,9 +17,10 @@ topic, ``secretsmanager:GetSecretValue`` on the secret, and S3 write on the raw 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
+from cdc_lake.streaming.msk.env import EnvReader
 from cdc_lake.streaming.msk.secrets import (
     SECRETS_PROVIDER,
     SECRETS_PROVIDER_CLASS,
@@ -63,20 +67,6 @@ INT_FIELDS = {
 
 def _csv(value: str) -> tuple[str, ...]:
     return tuple(part.strip() for part in value.split(",") if part.strip())
-
-
-def missing_env_error(missing: list[str]) -> ValueError:
-    return ValueError(f"missing environment variables: {', '.join(missing)}")
-
-
-def missing_msk_env(environ: Mapping[str, str]) -> list[str]:
-    """The required MSK Connect variables that are not set (each by its first name), so a
-    caller can name them together with its own missing ones."""
-    return [
-        names[0]
-        for _, names, required in ENV_VARS
-        if required and not any(environ.get(n, "").strip() for n in names)
-    ]
 
 
 @dataclass(frozen=True)
@@ -146,24 +136,50 @@ class MskConnectSettings:
         CDC_LAKE_MSK_MIN_WORKERS with CDC_LAKE_MSK_MAX_WORKERS (autoscaling);
         CDC_LAKE_MSK_CONNECT_VERSION; CDC_LAKE_MSK_TOPIC_REPLICATION; CDC_LAKE_MSK_NAME_PREFIX.
         """
-        missing = missing_msk_env(environ)
-        if missing:
-            raise missing_env_error(missing)
+        r = EnvReader(environ)
+        settings = cls.read(r)
+        r.check("missing environment variables")
+        assert settings is not None  # check raised otherwise
+        return settings
+
+    @classmethod
+    def read(cls, r: EnvReader) -> MskConnectSettings | None:
+        """The settings from ``r`` (``from_env`` lists the variables); None when one is missing
+        or bad, or they are invalid together: ``r`` then names each, for the caller's
+        ``r.check()`` to raise with its own."""
         values: dict[str, Any] = {}
-        for attr, names, _ in ENV_VARS:
-            found = [(n, environ[n].strip()) for n in names if environ.get(n, "").strip()]
-            if not found:
+        ok, problems = True, len(r.problems)
+        for attr, names, required in ENV_VARS:
+            if attr in INT_FIELDS:
+                number = r.integer(*names, what="an integer")
+                if number is not None:
+                    values[attr] = number
                 continue
-            name, raw = found[0]
-            if attr in LIST_FIELDS:
-                values[attr] = _csv(raw)
-            elif attr in INT_FIELDS:
-                try:
-                    values[attr] = int(raw)
-                except ValueError:
-                    raise ValueError(f"{name}={raw!r} is not an integer") from None
-            else:
-                values[attr] = raw
+            raw = r.require(*names) if required else r.get(*names)
+            if not raw:
+                ok = ok and not required
+                continue
+            values[attr] = _csv(raw) if attr in LIST_FIELDS else raw
+        if not ok or len(r.problems) > problems:
+            return None
+        try:
+            return cls(**values)
+        except ValueError as e:
+            r.problems.append(str(e))
+            return None
+
+    def as_config(self) -> dict[str, Any]:
+        """The settings as plain config values (lists, and no unset field): a resource's
+        config, read back by ``from_config``. No secret is among them."""
+        return {
+            k: list(v) if isinstance(v, tuple) else v
+            for k, v in asdict(self).items()
+            if v is not None
+        }
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any]) -> MskConnectSettings:
+        values: dict[str, Any] = {k: tuple(v) if k in LIST_FIELDS else v for k, v in config.items()}
         return cls(**values)
 
     # --- request parts ---------------------------------------------------------------------
