@@ -59,6 +59,16 @@ def local_stack(stack_settings: StackSettings) -> Iterator[LocalStack]:
         shutil.rmtree(stack_settings.state_dir, ignore_errors=True)
 
 
+@pytest.fixture(autouse=True)
+def fresh_boto3_session(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test gets boto3's default session anew: it caches the first credentials it
+    resolves, so a test that sets other keys (moto's, a Stubber's) would hand them to the next
+    test's clients of the stack's S3 server."""
+    import boto3
+
+    monkeypatch.setattr(boto3, "DEFAULT_SESSION", None)
+
+
 @pytest.fixture(scope="session")
 def spark(local_stack: LocalStack):
     from cdc_lake.stack.spark import build_spark_session
@@ -71,28 +81,31 @@ def spark(local_stack: LocalStack):
 
 @pytest.fixture(scope="module")
 def plain_spark() -> Iterator[SparkSession]:
-    """A plain local Spark (no Hudi, no S3, no stack), for tests of pure DataFrame functions."""
+    """A plain local Spark (no Hudi, no S3, no stack), for tests of pure DataFrame functions.
+
+    A JVM holds one SparkContext, and its classpath is fixed when it starts. So: if a context is
+    already running (the stack's session, with Hudi and S3A), use it and leave it running; else
+    start our own, and at the end stop it and shut its JVM down, so that a later stack session
+    starts a JVM with its jars."""
     from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
-    # Reuse a session another module already started (the JVM allows one); stop only our own.
-    existing = SparkSession.getActiveSession()
+    own = SparkContext._active_spark_context is None
     session = (
         SparkSession.Builder()
         .master("local[2]")
-        .appName("cdc-lake-transforms-tests")
+        .appName("cdc-lake-plain-tests")
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.session.timeZone", "UTC")
         .getOrCreate()
     )
-    if existing is None:
+    if own:
         session.sparkContext.setLogLevel("ERROR")
     yield session
-    if existing is None:
+    if own:
         session.stop()
-        # A later session (the stack's, with Hudi and S3A) needs a JVM launched with its jars.
         gateway = SparkContext._gateway
         if gateway is not None:
             gateway.shutdown()
