@@ -31,10 +31,11 @@ LOG4J2_PROPERTIES = Path(__file__).resolve().parent / "conf" / "spark-log4j2.pro
 DRIVER_JAVA_OPTIONS = (
     "-Duser.timezone=UTC",
     f"-Dlog4j2.configurationFile={LOG4J2_PROPERTIES}",
-    # Hudi's object sizer (JOL) prints "# WARNING" lines to stdout when it cannot attach to
-    # its own JVM: self-attach usually lets it. Its Serviceability Agent attach, which starts
-    # another JVM and needs ptrace, is skipped (it still prints one line saying so).
-    "-Djdk.attach.allowAttachSelf=true",
+    # Hudi's object sizer (JOL) must not attach to its own JVM: a dynamic attach that does not
+    # complete leaves its SIGQUIT to the JVM, which then prints a whole thread dump to stdout.
+    # The Serviceability Agent attach (another JVM, needs ptrace) is skipped too; JOL says so
+    # in "# WARNING" lines and sizes objects without either.
+    "-Djol.skipDynamicAttach=true",
     "-Djol.skipHotspotSAAttach=true",
 )
 SIMPLE_PROVIDER = "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider"
