@@ -17,6 +17,8 @@ Semantics the options guarantee:
   ``embedded_timeline_server`` is set (production, where executors on other nodes of the EMR
   cluster use it): tasks build their file system views from the metadata table, and markers are
   written directly to storage (``DIRECT``), so a failed write is rolled back as before.
+- **Change feed.** On by default (``change_feed``): each commit also logs the before and after
+  image of every record it changed (Hudi CDC, ``cdc_lake/lake/changes.py``).
 - **Checkpoint.** The ingestion's progress (the last Kafka offset per topic partition, see
   ``cdc_lake/lake/checkpoint.py``) goes into the commit's extra metadata, so it is committed
   atomically with the data: a commit that fails leaves neither.
@@ -29,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from cdc_lake.lake import ordering as O
+from cdc_lake.lake.changes import CHANGE_FEED_OPTIONS
 from cdc_lake.lake.checkpoint import CHECKPOINT_KEY
 
 if TYPE_CHECKING:
@@ -57,6 +60,10 @@ class HudiTableConfig:
     index_type: str = "RECORD_INDEX"  # or "GLOBAL_SIMPLE"
     # The driver's timeline server listens on every interface: only where executors need it.
     embedded_timeline_server: bool = False
+    # Hudi's change data capture: each commit logs its records' before and after images, so
+    # checks and marts can follow the commits' changes instead of rescanning the table
+    # (cdc_lake/lake/changes.py). Takes effect when the table is created.
+    change_feed: bool = True
     # Passed through as they are, e.g. Glue/Hive sync options in production.
     extra_options: dict[str, str] = field(default_factory=dict)
 
@@ -124,6 +131,8 @@ class HudiTableConfig:
                 "hoodie.compact.inline": "true",
                 "hoodie.compact.inline.max.delta.commits": str(self.compaction_delta_commits),
             }
+        if self.change_feed:
+            opts |= CHANGE_FEED_OPTIONS
         if checkpoint is not None:
             # Options starting with "_" become the commit's extra metadata.
             opts[CHECKPOINT_KEY] = json.dumps(checkpoint, sort_keys=True)
@@ -152,6 +161,13 @@ def table_exists(spark: SparkSession, base_path: str) -> bool:
     path = jvm.org.apache.hadoop.fs.Path(f"{base_path.rstrip('/')}/.hoodie/hoodie.properties")
     fs = path.getFileSystem(hadoop_conf)
     return bool(fs.exists(path))
+
+
+def has_change_feed(spark: SparkSession, base_path: str) -> bool:
+    """Whether the table was created with the change feed (``hoodie.table.cdc.enabled``)."""
+    if not table_exists(spark, base_path):
+        return False
+    return bool(_meta_client(spark, base_path).getTableConfig().isCDCEnabled())
 
 
 @dataclass(frozen=True)

@@ -43,6 +43,9 @@ class LakeResource(dg.ConfigurableResource):
     index_type: str = _TABLE["index_type"]  # or GLOBAL_SIMPLE; both global
     # Hudi's timeline server in the driver binds every interface: off locally, on for EMR.
     embedded_timeline_server: bool = _TABLE["embedded_timeline_server"]
+    # Hudi's change feed (before/after images per commit): what the incremental checks and
+    # order items read. Takes effect when the table is created.
+    change_feed: bool = _TABLE["change_feed"]
     hudi_options: dict[str, str] = {}
     # Production: Hudi meta sync into this Glue database; the order items are registered too.
     # None: no Glue catalog (locally, or CDC_LAKE_GLUE_DATABASE=none).

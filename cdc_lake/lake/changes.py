@@ -1,0 +1,147 @@
+"""The Hudi table's change feed: what each commit did to each order, before and after.
+
+The table is written with Hudi's change data capture on (``HudiTableConfig.change_feed``:
+``hoodie.table.cdc.enabled``, supplemental logging ``DATA_BEFORE_AFTER``), so every commit
+also logs, for each record it changed, the row before and the row after. A CDC query over a
+range of completion times (``read_changes``) then reads those logs, not the table: its cost
+follows the records the commits changed, not the table's size. That is what lets the checks and
+the order items cost what a run's new data costs.
+
+What a commit logs, per record it wrote (one row each):
+
+- ``i``: a new key (``before`` null);
+- ``u``: a key updated (both images). A change that lost to a newer stored one (the merge rule
+  of ``cdc_lake/lake/ordering.py``) is logged as a ``u`` whose two images are equal, or not at
+  all: either way it adds nothing;
+- ``d``: a key deleted (``after`` null); a hard delete, and also the old row of an order whose
+  partition changed, whose new row comes as an ``i`` in the same commit.
+
+So, per order, the state before the range is the ``before`` image in its first commit in the
+range (none if that commit only inserted it), and the state after the range is the ``after``
+image in its last commit (none if that commit deleted it): ``first_and_last``. Images carry the
+lake's columns with dates as days since 1970-01-01 and timestamps as microseconds; ``image_rows``
+gives them back as lake rows, typed as the table's.
+
+A table written without the change feed (one created before it was the default, or with
+``change_feed`` off) has no CDC logs: callers fall back to
+reading the whole snapshot (``cdc_lake.lake.hudi.has_change_feed`` tells).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pyspark.sql import Window
+from pyspark.sql import functions as F
+from pyspark.sql.types import (
+    BooleanType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+)
+
+from cdc_lake.lake.ordering import RECORD_KEY
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+# The write options that turn the change feed on (part of HudiTableConfig.write_options).
+CHANGE_FEED_OPTIONS = {
+    "hoodie.table.cdc.enabled": "true",
+    "hoodie.table.cdc.supplemental.logging.mode": "DATA_BEFORE_AFTER",
+}
+
+_JSON_COLUMNS = ("order_items", "products", "customer", "employee", "shipper", "shipment")
+# An image's fields as the CDC log writes them; other keys (Hudi's meta columns) are ignored.
+IMAGE_SCHEMA = StructType(
+    [
+        StructField(RECORD_KEY, LongType()),
+        StructField("customer_id", StringType()),
+        StructField("order_date", IntegerType()),  # days since 1970-01-01
+        StructField("required_date", IntegerType()),
+        StructField("shipped_date", IntegerType()),
+        *[StructField(name, StringType()) for name in _JSON_COLUMNS],
+        StructField("updated_at", LongType()),  # microseconds since the epoch
+        StructField("cdc_op", StringType()),
+        StructField("cdc_lsn", LongType()),
+        StructField("cdc_source_ts_ms", LongType()),
+        StructField("is_deleted", BooleanType()),
+        StructField("cdc_ordering", StringType()),
+    ]
+)
+
+
+def read_changes(
+    spark: SparkSession, base_path: str, after_completed: str, upto_completed: str
+) -> DataFrame:
+    """The change feed of the commits that completed after ``after_completed`` and up to
+    ``upto_completed`` (completion times; ``"0"`` for "from the first commit"): columns
+    ``order_id``, ``op``, ``commit`` (the commit's instant) and ``before``/``after`` as structs
+    of ``IMAGE_SCHEMA`` (null where the image is)."""
+    raw = (
+        spark.read.format("hudi")
+        .options(
+            **{
+                "hoodie.datasource.query.type": "incremental",
+                "hoodie.datasource.query.incremental.format": "cdc",
+                "hoodie.datasource.read.begin.instanttime": after_completed,
+                "hoodie.datasource.read.end.instanttime": upto_completed,
+            }
+        )
+        .load(base_path)
+    )
+
+    def image(name: str):
+        # A missing image is written as null or as the JSON text "null".
+        text = F.when(F.col(name) != F.lit("null"), F.col(name))
+        return F.from_json(text, IMAGE_SCHEMA).alias(name)
+
+    images = raw.select("op", F.col("ts_ms").alias("commit"), image("before"), image("after"))
+    return images.select(
+        F.coalesce(F.col("after")[RECORD_KEY], F.col("before")[RECORD_KEY]).alias(RECORD_KEY),
+        "op",
+        "commit",
+        "before",
+        "after",
+    )
+
+
+def first_and_last(changes: DataFrame) -> DataFrame:
+    """Per order, its state before the range (``before``: null if it did not exist) and after
+    it (``after``: null if it no longer exists), from ``read_changes``' rows."""
+    by_key = Window.partitionBy(RECORD_KEY)
+    per_commit = changes.groupBy(RECORD_KEY, "commit").agg(
+        # Within a commit an order has at most one before and one after (a partition move
+        # logs its old row as a d and its new row as an i).
+        F.first("before", ignorenulls=True).alias("before"),
+        F.first("after", ignorenulls=True).alias("after"),
+    )
+    ranked = per_commit.select(
+        RECORD_KEY,
+        "before",
+        "after",
+        (F.col("commit") == F.min("commit").over(by_key)).alias("_first"),
+        (F.col("commit") == F.max("commit").over(by_key)).alias("_last"),
+    )
+    return ranked.groupBy(RECORD_KEY).agg(
+        F.first(F.when(F.col("_first"), F.col("before")), ignorenulls=True).alias("before"),
+        F.first(F.when(F.col("_last"), F.col("after")), ignorenulls=True).alias("after"),
+    )
+
+
+def image_rows(images: DataFrame, side: str) -> DataFrame:
+    """The non-null ``side`` images (``before`` or ``after``) as lake rows: the table's column
+    names and types (dates as DATE, ``updated_at`` as TIMESTAMP)."""
+    img = images.where(F.col(side).isNotNull()).select(F.col(f"{side}.*"))
+    return img.select(
+        *[
+            F.date_from_unix_date(F.col(c)).alias(c)
+            if c in ("order_date", "required_date", "shipped_date")
+            else F.timestamp_micros(F.col(c)).alias(c)
+            if c == "updated_at"
+            else F.col(c)
+            for c in img.columns
+        ]
+    )
