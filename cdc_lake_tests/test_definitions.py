@@ -53,11 +53,15 @@ def test_definitions_hold_the_pipeline():
     assert {"order_id_unique", "no_deleted_orders", "matches_source", "revenue_non_negative",
             "orders_exist_in_lake", "no_quarantined_lines", "replication_slot_lag",
             "sink_consumer_lag", "source_connector_running", "sink_connector_running",
-            "pending_raw_objects"} <= checks  # fmt: skip
+            "pending_raw_objects", "incremental_matches_rescan"} <= checks  # fmt: skip
     # The lake and its mart carry a freshness policy, shown by the UI once the daemon runs.
     for key in ("hudi/datalake/cdc_events", "s3/marts/order_items"):
         assert graph.get(dg.AssetKey.from_user_string(key)).freshness_policy is not None
     assert repo.has_sensor_def("raw_cdc_files_sensor")
+    # The nightly full rescan: a named job and a schedule, off until a user turns it on.
+    full = repo.get_schedule_def("lake_full_check_schedule")
+    assert full.job_name == "lake_full_check"
+    assert full.default_status == dg.DefaultScheduleStatus.STOPPED
     assert set(loaded.resources or {}) >= {"postgres", "kafka", "kafka_connect", "s3", "spark_jobs"}
 
 

@@ -7,7 +7,8 @@ that materialization's metadata, so the UI and everything that reads the latest 
 (the sensor's checkpoint, ``matches_source``'s digest) keep seeing the last real commit. The
 check results declared on the asset are the latest completed evaluation of each, unchanged,
 since they were computed on the same data; ``carried_from_run`` names the run that computed
-them. A check never evaluated before is left out (Dagster logs it as not yielded).
+them. If a selected check was never evaluated (one added since), nothing is carried: the
+run evaluates it.
 
 ``checkpoint_of`` reads where the lake is from a Hudi materialization's metadata, and
 ``lake_checkpoint`` from the latest one: the sensor, the lake asset's carried-forward run and the
@@ -45,8 +46,10 @@ def carried_metadata(
 
 def carried_check_results(
     context: dg.AssetExecutionContext, asset_key: dg.AssetKey
-) -> list[dg.AssetCheckResult]:
-    """The latest completed evaluation of each of the asset's checks selected in this run."""
+) -> list[dg.AssetCheckResult] | None:
+    """The latest completed evaluation of each of the asset's checks selected in this run; None
+    if one of them was never evaluated (a check added since): the run must evaluate it, since
+    Dagster requires a result for every selected check."""
     out = []
     for key in context.selected_asset_check_keys:
         if key.asset_key != asset_key:
@@ -58,7 +61,7 @@ def carried_check_results(
         event = history[0].event if history else None
         evaluation = event.asset_check_evaluation if event else None
         if evaluation is None:
-            continue
+            return None
         run = dg.MetadataValue.text(history[0].run_id)
         out.append(
             dg.AssetCheckResult(

@@ -43,11 +43,11 @@ Collisions
     the content sum, but reported as a content difference.
 
 Cost
-    One aggregation over the live rows: an md5 per row over its content columns. The upsert app
-    computes the row hashes in the same read and cache of the snapshot that serves its other
-    checks (the cache holds the hash, not the JSON columns); PostgreSQL runs one query, a full
-    scan of the outbox. Both grow with the table, not with the change. Issue 11 may later
-    maintain the digest incrementally (add the new rows' hashes, subtract the replaced ones').
+    In full, one aggregation over the live rows: an md5 per row over its content columns;
+    PostgreSQL runs one query, a full scan of the outbox. Sums are additive, so the lake's side
+    is kept up to date from the rows each commit changed (``add_digests``: the digest of the
+    new rows plus, that of the replaced rows minus), which costs what the change costs; see
+    ``cdc_lake/lake/table_state.py`` for when it is rescanned in full.
 
 The digest travels as JSON (Pipes metadata, ``live_key_digest``: the name of the former key-only
 digest): ``{"version", "buckets", "rows", "digest": {bucket: [count, key_sum, key_square_sum,
@@ -99,6 +99,27 @@ def _digest(buckets: int, rows: list[tuple[Any, Any, Any, Any, Any]]) -> dict[st
         "rows": sum(v[0] for v in digest.values()),
         "digest": digest,
     }
+
+
+def add_digests(
+    base: dict[str, Any], plus: dict[str, Any], minus: dict[str, Any]
+) -> dict[str, Any]:
+    """``base`` + ``plus`` - ``minus``, bucket by bucket: the digest of a set of rows after the
+    rows of ``minus`` were replaced by those of ``plus``. Empty buckets are dropped (they
+    compare equal to absent ones). Raises ValueError on digests computed differently."""
+    for other in (plus, minus):
+        for name in ("version", "buckets"):
+            if other.get(name) != base.get(name):
+                raise ValueError(f"digests are not comparable: {name} differs")
+    out = {b: [int(v) for v in values] for b, values in base["digest"].items()}
+    for sign, other in ((1, plus), (-1, minus)):
+        for bucket, values in other["digest"].items():
+            current = out.get(bucket, [0, 0, 0, 0])
+            out[bucket] = [c + sign * int(v) for c, v in zip(current, values, strict=True)]
+    kept = {b: v for b, v in sorted(out.items(), key=lambda kv: int(kv[0])) if any(v)}
+    return _digest(
+        int(base["buckets"]), [(int(b), v[0], v[1], v[2], v[3]) for b, v in kept.items()]
+    )
 
 
 # Spark

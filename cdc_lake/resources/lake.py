@@ -16,6 +16,7 @@ import dagster as dg
 from cdc_lake.aws.glue import glue_sync_options, register_parquet_table
 from cdc_lake.lake.hudi import HudiTableConfig
 from cdc_lake.lake.ingest import DEFAULT_MAX_LINE_MB
+from cdc_lake.lake.table_state import DEFAULT_FULL_SCAN_EVERY
 from cdc_lake.resources.streaming import CdcPipelineResource
 from cdc_lake.streaming.connect_config import CdcConnectorSettings
 
@@ -46,6 +47,8 @@ class LakeResource(dg.ConfigurableResource):
     # Hudi's change feed (before/after images per commit): what the incremental checks and
     # order items read. Takes effect when the table is created.
     change_feed: bool = _TABLE["change_feed"]
+    # The checks follow the change feed; every this many commits they rescan the whole table.
+    full_scan_every: int = DEFAULT_FULL_SCAN_EVERY
     hudi_options: dict[str, str] = {}
     # Production: Hudi meta sync into this Glue database; the order items are registered too.
     # None: no Glue catalog (locally, or CDC_LAKE_GLUE_DATABASE=none).
@@ -81,10 +84,19 @@ class LakeResource(dg.ConfigurableResource):
         return glue_sync_options(self.glue_database, _TABLE["table_name"], self.partition_field)
 
     def upsert_params(
-        self, cdc: CdcPipelineResource, replay_from_offset: int | None = None
+        self,
+        cdc: CdcPipelineResource,
+        replay_from_offset: int | None = None,
+        previous_state: dict[str, Any] | None = None,
+        full_scan: bool = False,
     ) -> dict[str, Any]:
-        """The ``upsert`` job's parameters: plain JSON, the same for local Spark and EMR."""
+        """The ``upsert`` app's parameters: plain JSON, the same for local Spark and EMR.
+        ``previous_state``: the table state the last run reported (``live_key_digest``), which
+        the checks go on from; ``full_scan``: rescan the table in full instead."""
         return {
+            "previous_state": previous_state,
+            "full_scan": full_scan,
+            "full_scan_every": self.full_scan_every,
             "raw_bucket": cdc.raw_bucket,
             "raw_prefix": cdc.raw_prefix,
             "topic": cdc.topic,

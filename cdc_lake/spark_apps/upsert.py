@@ -1,24 +1,25 @@
 """The upsert app: the raw files after the checkpoint into the Hudi table, then its checks.
 
 It ingests the new raw files (see ``cdc_lake/lake/ingest.py`` for ordering, deletes, idempotency
-and bad input), then reads the table back and evaluates the Spark-side CDC checks
-(``order_id_unique``, ``no_deleted_orders``), and the digest of the live rows (keys and content,
-see ``cdc_lake/lake/digest.py``) that the ``matches_source`` check compares with the outbox
-without a second Spark app. With nothing new it commits nothing and reports the newest commit's
-figures (``commit_instant``, counts) with ``new_commit`` false. It runs locally or on EMR by
-name through ``cdc_lake/spark_apps/run.py``.
+and bad input), then evaluates the Spark-side CDC checks (``order_id_unique``,
+``no_deleted_orders``) and the digest of the live rows (keys and content, see
+``cdc_lake/lake/digest.py``) that the ``matches_source`` check compares with the outbox without
+a second Spark app. It does so from the previous run's state and the change feed of the new
+commits when it can, in full every so many commits or on request (``full_scan``), and then also
+reports whether the two agreed (``incremental_matches_rescan``); see
+``cdc_lake/lake/table_state.py``. With nothing new it commits nothing and reports the newest
+commit's figures (``commit_instant``, counts) with ``new_commit`` false. It runs locally or on
+EMR by name through ``cdc_lake/spark_apps/run.py``.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from pyspark.sql import functions as F
-
-from cdc_lake.lake.digest import ROW_HASH, empty_digest, spark_digest, spark_row_hash
+from cdc_lake.lake.digest import empty_digest
 from cdc_lake.lake.hudi import HudiTableConfig, latest_commit, table_exists
-from cdc_lake.lake.ingest import DEFAULT_MAX_LINE_MB, RawSource, ingest_new_files, read_table
-from cdc_lake.lake.ordering import live_rows
+from cdc_lake.lake.ingest import DEFAULT_MAX_LINE_MB, RawSource, ingest_new_files
+from cdc_lake.lake.table_state import DEFAULT_FULL_SCAN_EVERY, TableState, evaluate
 from cdc_lake.spark_apps.report import AppReport, meta
 
 if TYPE_CHECKING:
@@ -70,32 +71,43 @@ def run_upsert(spark: SparkSession, s3_client: Any, params: dict[str, Any]) -> A
         report.metadata["dagster/row_count"] = meta(0, "int")
         report.metadata["live_key_digest"] = meta(empty_digest(), "json")
         reason = meta("table does not exist yet: no raw files ingested", "text")
-        report.check("order_id_unique", False, reason=reason)
-        report.check("no_deleted_orders", False, reason=reason)
+        for name in ("order_id_unique", "no_deleted_orders", "incremental_matches_rescan"):
+            report.check(name, False, reason=reason)
         return report
-
-    # One read serves the checks and the digest; the cache keeps each row's hash, not its JSON.
-    snapshot = (
-        read_table(spark, table.base_path)
-        .select("order_id", "is_deleted", spark_row_hash().alias(ROW_HASH))
-        .cache()
+    state = evaluate(
+        spark,
+        table,
+        params.get("previous_state"),
+        full_scan=bool(params.get("full_scan")),
+        full_scan_every=int(params.get("full_scan_every", DEFAULT_FULL_SCAN_EVERY)),
     )
-    try:
-        report.metadata["dagster/row_count"] = meta(snapshot.count(), "int")
-        dupes = snapshot.groupBy("order_id").count().where("count > 1")
-        n_dupes = dupes.count()
-        sample = [int(r["order_id"]) for r in dupes.limit(10).collect()]
-        report.check("order_id_unique", n_dupes == 0, duplicated_keys=meta(n_dupes, "int"),
-                     sample=meta(sample, "json"))  # fmt: skip
-        flagged = snapshot.where(F.col("is_deleted")).count()
-        if table.delete_mode == "soft":
-            # Soft deletes keep their rows on purpose, flagged; readers filter on is_deleted.
-            report.check("no_deleted_orders", True, soft_deleted_rows=meta(flagged, "int"),
-                         delete_mode=meta("soft", "text"))  # fmt: skip
-        else:
-            report.check("no_deleted_orders", flagged == 0, deleted_rows_left=meta(flagged, "int"),
-                         delete_mode=meta("hard", "text"))  # fmt: skip
-        report.metadata["live_key_digest"] = meta(spark_digest(live_rows(snapshot)), "json")
-    finally:
-        snapshot.unpersist()
+    assert state is not None  # the table exists, so it has a commit
+    report_state(report, state, table.delete_mode)
     return report
+
+
+def report_state(report: AppReport, state: TableState, delete_mode: str) -> None:
+    """The table state's metadata and the key and delete checks, into the app's report."""
+    mode = meta(state.mode, "text")
+    report.metadata["dagster/row_count"] = meta(state.table_rows, "int")
+    report.metadata["live_key_digest"] = meta(state.digest, "json")
+    report.metadata["checks_mode"] = mode
+    report.check("order_id_unique", state.duplicated_keys == 0,
+                 duplicated_keys=meta(state.duplicated_keys, "int"),
+                 sample=meta(state.duplicate_sample, "json"), mode=mode)  # fmt: skip
+    if delete_mode == "soft":
+        # Soft deletes keep their rows on purpose, flagged; readers filter on is_deleted.
+        report.check("no_deleted_orders", True, soft_deleted_rows=meta(state.flagged_rows, "int"),
+                     delete_mode=meta("soft", "text"), mode=mode)  # fmt: skip
+    else:
+        report.check("no_deleted_orders", state.flagged_rows == 0,
+                     deleted_rows_left=meta(state.flagged_rows, "int"),
+                     delete_mode=meta("hard", "text"), mode=mode)  # fmt: skip
+    # The newest full scan's verdict, evaluated now or carried until the next one.
+    rescan = state.last_rescan
+    report.check("incremental_matches_rescan", bool(rescan.get("matched", True)),
+                 compared_now=meta(state.incremental_matches_rescan is not None, "bool"),
+                 last_full_scan_instant=meta(str(rescan.get("instant", "")), "text"),
+                 compared=meta(bool(rescan.get("compared")), "bool"),
+                 commits_since_full=meta(int(state.digest.get("commits_since_full", 0)), "int"),
+                 detail=meta(state.mismatch_detail, "json"), mode=mode)  # fmt: skip

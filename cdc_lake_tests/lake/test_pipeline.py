@@ -22,8 +22,8 @@ from cdc_lake.testing.synthetic import SyntheticLake, event
 
 CHECKS = [no_quarantined_lines, matches_source]
 # Evaluated by the Spark apps themselves, declared as the assets' check specs.
-JOB_CHECKS = ["order_id_unique", "no_deleted_orders", "revenue_non_negative",
-              "orders_exist_in_lake"]  # fmt: skip
+JOB_CHECKS = ["order_id_unique", "no_deleted_orders", "incremental_matches_rescan",
+              "revenue_non_negative", "orders_exist_in_lake"]  # fmt: skip
 
 OUTBOX_SQL = """
 SELECT order_id, customer_id, order_date, required_date, shipped_date, order_items, products,

@@ -100,6 +100,7 @@ def test_incremental_snapshot_repairs_a_broken_lake(
     assert {e.check_name: e.passed for e in repaired.get_asset_check_evaluations()} == {
         "order_id_unique": True,
         "no_deleted_orders": True,
+        "incremental_matches_rescan": True,
         "matches_source": True,
     }
     assert _lake(spark, table.base_path) == _source(pg)

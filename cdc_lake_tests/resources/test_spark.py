@@ -135,7 +135,8 @@ def test_emr_step_runs_the_same_job_and_reports_through_pipes(
     assert items_meta["dagster/row_count"] == 2 and "chart" in items_meta
     checks = {c.check_name: c.passed for c in result.get_asset_check_evaluations()}
     assert checks == {"order_id_unique": True, "no_deleted_orders": True,
-                      "revenue_non_negative": True, "orders_exist_in_lake": True}  # fmt: skip
+                      "incremental_matches_rescan": True, "revenue_non_negative": True,
+                      "orders_exist_in_lake": True}  # fmt: skip
 
     table = read_table(spark, resources["lake"].table_path)
     rows = {r["order_id"]: r for r in table.collect()}

@@ -47,6 +47,12 @@ from cdc_lake.resources.streaming import CdcPipelineResource
 
 
 class LakeRefreshConfig(dg.Config):
+    full_scan: bool = Field(
+        default=False,
+        description="Rescan the whole table for the key and delete checks and the live-row "
+        "digest, instead of following the change feed from the last run's state, and report "
+        "whether the two agree (the incremental_matches_rescan check).",
+    )
     replay_from_offset: int | None = Field(
         default=None,
         description="Re-ingest every topic partition's raw lines from this Kafka offset on, "
@@ -71,6 +77,13 @@ class LakeRefreshConfig(dg.Config):
             asset=HUDI_KEY,
             description="no deleted order survives in the table (hard deletes)",
         ),
+        dg.AssetCheckSpec(
+            "incremental_matches_rescan",
+            asset=HUDI_KEY,
+            description="the state the checks keep from the change feed equalled a rescan of "
+            "the whole table at the newest full scan (every so many commits, on request, or "
+            "scheduled: the lake_full_check job)",
+        ),
     ],  # fmt: skip
 )
 def cdc_events_hudi(
@@ -84,11 +97,22 @@ def cdc_events_hudi(
     """The current state of every order, one row per order_id, upserted from the raw CDC files
     into an Apache Hudi table (COPY_ON_WRITE by default). Dates are DATE, updated_at TIMESTAMP;
     order_items, products, customer, employee, shipper and shipment stay JSON strings."""
+    previous = latest_materialization(context.instance, HUDI_KEY)
     if config.replay_from_offset is not None:
         context.log.info(f"replaying the raw files from offset {config.replay_from_offset}")
-    elif (same := _nothing_new(context, s3, cdc, lake)) is not None:
+    elif config.full_scan:
+        context.log.info("full scan requested: the checks rescan the whole table")
+    elif (same := _nothing_new(context, s3, cdc, lake, previous)) is not None:
         return same
-    outcome = spark_jobs.run(context, "upsert", lake.upsert_params(cdc, config.replay_from_offset))
+    state = previous[1].get("live_key_digest") if previous else None
+    params = lake.upsert_params(
+        cdc,
+        config.replay_from_offset,
+        # The checks go on from the state the last run reported (cdc_lake/lake/table_state.py).
+        previous_state=state.value if state is not None and isinstance(state.value, dict) else None,
+        full_scan=config.full_scan,
+    )
+    outcome = spark_jobs.run(context, "upsert", params)
     instant = str(outcome.metadata["commit_instant"].value)
     if not outcome.metadata["new_commit"].value:
         context.log.info(f"no new raw lines since the checkpoint: nothing committed ({instant})")
@@ -100,11 +124,14 @@ def cdc_events_hudi(
 
 
 def _nothing_new(
-    context: dg.AssetExecutionContext, s3: S3Resource, cdc: CdcPipelineResource, lake: LakeResource
+    context: dg.AssetExecutionContext,
+    s3: S3Resource,
+    cdc: CdcPipelineResource,
+    lake: LakeResource,
+    previous: tuple[str, dict[str, dg.MetadataValue]] | None,
 ) -> dg.MaterializeResult | None:
     """The carried-forward result when the table provably has all there is, else None."""
     t0 = time.monotonic()
-    previous = latest_materialization(context.instance, HUDI_KEY)
     if previous is None:
         return None
     meta = previous[1]
@@ -120,6 +147,9 @@ def _nothing_new(
         return None
     plan = pending(client, cdc.raw_bucket, RawLayout(cdc.raw_prefix, cdc.topic), checkpoint)
     if plan.objects:
+        return None
+    checks = carried_check_results(context, HUDI_KEY)
+    if checks is None:
         return None
     context.log.info(
         f"nothing new past the checkpoint and the table is still at commit {instant.value}: "
@@ -143,6 +173,6 @@ def _nothing_new(
     )
     return dg.MaterializeResult(
         metadata=result,
-        check_results=carried_check_results(context, HUDI_KEY),
+        check_results=checks,
         data_version=dg.DataVersion(str(instant.value)),
     )

@@ -105,10 +105,13 @@ def _unchanged(
     )
     if not items.get("KeyCount"):
         return None  # the Parquet is gone: rebuild it
+    checks = carried_check_results(context, ORDER_ITEMS_KEY)
+    if checks is None:
+        return None
     context.log.info(f"the Hudi table is still at commit {built_from.value}: nothing to rebuild")
     return dg.MaterializeResult(
         metadata=carried_metadata(previous, unchanged=dg.MetadataValue.bool(True)),
-        check_results=carried_check_results(context, ORDER_ITEMS_KEY),
+        check_results=checks,
         data_version=dg.DataVersion(str(built_from.value)),
     )
 

@@ -1,0 +1,273 @@
+"""The Hudi table's CDC invariants after a commit: unique keys, no deleted row left, and the
+digest of the live rows that ``matches_source`` compares with the outbox.
+
+Two ways to the same state
+    **Full**: one read of the whole snapshot (``full_state``). Its cost grows with the table.
+    **Incremental**: the state the previous run reported, plus what the commits since did to
+    the rows they changed (``incremental_state``), read from the table's change feed
+    (``cdc_lake/lake/changes.py``): each changed order's row before the range is subtracted
+    from the digest and its row after the range added, and the counts of rows and of rows
+    flagged as deleted move the same way. Its cost grows with the changes, not the table.
+    Both give bit-identical digests on the same table (``digest`` sums are exact integers).
+
+Which one runs (``evaluate``)
+    Incremental when the previous state is usable: it names a commit still on the active
+    timeline, the table has the change feed and is COPY_ON_WRITE (a MERGE_ON_READ table logs
+    its changes when it compacts, not at each commit), and fewer than ``full_scan_every``
+    commits were evaluated incrementally since the last full scan. Otherwise, or when asked
+    (``full_scan``), a full scan. A full scan that could also have gone incrementally computes
+    both and reports whether they agree (``incremental_matches_rescan``): the named check that a
+    schedule or any run can request (``full_scan`` in the lake asset's run config). With nothing
+    committed since the previous state, that state is the answer and nothing is read.
+
+What the incremental checks see
+    ``order_id_unique``: an order written twice by one commit (two live after-images, e.g. a
+    partition move that kept its old row while an update landed) fails it. A duplicate that one
+    commit cannot show (an insert of a key a stale file still holds) changes the digest's key
+    part, so ``matches_source`` fails with a key difference, and the next full scan fails this
+    check. ``no_deleted_orders``: the count of rows flagged as deleted, kept exactly (+ flagged
+    after-images, - flagged before-images); with hard deletes it must stay 0.
+
+The state travels as JSON, the ``live_key_digest`` metadata of the lake asset: the digest of
+``cdc_lake/lake/digest.py`` (``version``, ``buckets``, ``rows``, ``digest``) plus ``instant``
+and ``completed`` (the commit it describes), ``mode`` (full, incremental, carried),
+``commits_since_full``, ``flagged_rows``, ``table_rows`` and ``last_rescan`` (the newest full
+scan's commit and, if it was compared with a state kept from the feed, whether they matched:
+``incremental_matches_rescan`` reports it at every run until the next full scan).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from pyspark.sql import functions as F
+
+from cdc_lake.lake.changes import first_and_last, image_rows, read_changes
+from cdc_lake.lake.digest import (
+    ROW_HASH,
+    VERSION,
+    add_digests,
+    compare_digests,
+    spark_digest,
+    spark_row_hash,
+)
+from cdc_lake.lake.hudi import CommitInfo, HudiTableConfig, completed_commits, has_change_feed
+from cdc_lake.lake.ingest import read_table
+from cdc_lake.lake.ordering import RECORD_KEY, live_rows
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+# Every this many commits the state is rescanned in full, whatever the change feed says.
+DEFAULT_FULL_SCAN_EVERY = 50
+SAMPLE = 10
+
+
+@dataclass
+class TableState:
+    """The state of the table at one commit, and what the checks found there."""
+
+    digest: dict[str, Any]  # the JSON described in the module docstring
+    duplicated_keys: int = 0
+    duplicate_sample: list[int] = field(default_factory=list)
+    # None: no comparison this time; else whether the incremental state equalled the rescan.
+    incremental_matches_rescan: bool | None = None
+    mismatch_detail: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def last_rescan(self) -> dict[str, Any]:
+        """The newest full scan behind this state: its commit, whether it could be compared
+        with a state kept from the change feed, and whether the two matched (a state from a
+        full scan with nothing to compare is its own rescan)."""
+        return dict(self.digest.get("last_rescan") or {"matched": True, "compared": False})
+
+    @property
+    def mode(self) -> str:
+        return str(self.digest["mode"])
+
+    @property
+    def flagged_rows(self) -> int:
+        return int(self.digest["flagged_rows"])
+
+    @property
+    def table_rows(self) -> int:
+        return int(self.digest["table_rows"])
+
+
+def _flagged() -> Any:
+    return F.coalesce(F.col("is_deleted"), F.lit(False))
+
+
+def _with_commit(digest: dict[str, Any], commit: CommitInfo, **fields: Any) -> dict[str, Any]:
+    return {**digest, "instant": commit.instant, "completed": commit.completed, **fields}
+
+
+def full_state(spark: SparkSession, table: HudiTableConfig, commit: CommitInfo) -> TableState:
+    """The state from one read of the whole snapshot (the cache keeps each row's hash, not its
+    JSON columns)."""
+    snapshot = (
+        read_table(spark, table.base_path)
+        .select(RECORD_KEY, "is_deleted", spark_row_hash().alias(ROW_HASH))
+        .cache()
+    )
+    try:
+        rows = snapshot.count()
+        dupes = snapshot.groupBy(RECORD_KEY).count().where("count > 1")
+        n_dupes = dupes.count()
+        sample = [int(r[RECORD_KEY]) for r in dupes.limit(SAMPLE).collect()]
+        flagged = snapshot.where(_flagged()).count()
+        digest = spark_digest(live_rows(snapshot))
+    finally:
+        snapshot.unpersist()
+    state = _with_commit(
+        digest,
+        commit,
+        mode="full",
+        commits_since_full=0,
+        flagged_rows=flagged,
+        table_rows=rows,
+        last_rescan={"instant": commit.instant, "compared": False, "matched": True},
+    )
+    return TableState(state, n_dupes, sample)
+
+
+def incremental_state(
+    spark: SparkSession,
+    table: HudiTableConfig,
+    previous: dict[str, Any],
+    commit: CommitInfo,
+    commits: int,
+) -> TableState:
+    """The state at ``commit`` from ``previous`` (the state at an earlier commit) and the change
+    feed of the ``commits`` commits since."""
+    changes = read_changes(spark, table.base_path, previous["completed"], commit.completed).cache()
+    try:
+        span = first_and_last(changes)
+        before, after = image_rows(span, "before"), image_rows(span, "after")
+        hashed_before = before.select(RECORD_KEY, "is_deleted", spark_row_hash().alias(ROW_HASH))
+        hashed_after = after.select(RECORD_KEY, "is_deleted", spark_row_hash().alias(ROW_HASH))
+        digest = add_digests(
+            previous,
+            plus=spark_digest(live_rows(hashed_after)),
+            minus=spark_digest(live_rows(hashed_before)),
+        )
+        counts = (
+            span.agg(
+                F.count(F.col("before")).alias("before"),
+                F.count(F.col("after")).alias("after"),
+                F.count(F.when(F.coalesce(F.col("before.is_deleted"), F.lit(False)), 1)).alias(
+                    "before_flagged"
+                ),
+                F.count(F.when(F.coalesce(F.col("after.is_deleted"), F.lit(False)), 1)).alias(
+                    "after_flagged"
+                ),
+            )
+            .collect()[0]
+            .asDict()
+        )
+        # Two after-images of one order in one commit: the commit left it twice in the table.
+        dupes = (
+            changes.where(F.col("after").isNotNull())
+            .groupBy(RECORD_KEY, "commit")
+            .count()
+            .where("count > 1")
+            .select(RECORD_KEY)
+            .distinct()
+        )
+        n_dupes = dupes.count()
+        sample = [int(r[RECORD_KEY]) for r in dupes.limit(SAMPLE).collect()]
+    finally:
+        changes.unpersist()
+    state = _with_commit(
+        digest,
+        commit,
+        mode="incremental",
+        commits_since_full=int(previous.get("commits_since_full", 0)) + commits,
+        flagged_rows=int(previous["flagged_rows"])
+        + counts["after_flagged"]
+        - counts["before_flagged"],
+        table_rows=int(previous["table_rows"]) + counts["after"] - counts["before"],
+        last_rescan=previous.get("last_rescan"),
+    )
+    return TableState(state, n_dupes, sample)
+
+
+def usable(previous: dict[str, Any] | None) -> bool:
+    """Whether a reported state can be carried on from (same digest version, names its commit,
+    has the counts)."""
+    need = ("instant", "completed", "flagged_rows", "table_rows", "digest")
+    return (
+        isinstance(previous, dict)
+        and previous.get("version") == VERSION
+        and all(previous.get(k) is not None for k in need)
+    )
+
+
+def commits_since(spark: SparkSession, base_path: str, instant: str) -> list[CommitInfo] | None:
+    """The completed commits after ``instant``, newest first; None if ``instant`` is not on the
+    active timeline (archived, rolled back, or another table's)."""
+    newer = []
+    for commit in completed_commits(spark, base_path, newest_first=True):
+        if commit.instant == instant:
+            return newer
+        newer.append(commit)
+    return None
+
+
+def evaluate(
+    spark: SparkSession,
+    table: HudiTableConfig,
+    previous: dict[str, Any] | None,
+    full_scan: bool = False,
+    full_scan_every: int = DEFAULT_FULL_SCAN_EVERY,
+) -> TableState | None:
+    """The table's state at its newest commit (None for a table with no commit), the cheapest
+    way that is safe; see the module docstring."""
+    newest = next(completed_commits(spark, table.base_path, newest_first=True), None)
+    if newest is None:
+        return None
+    since = None
+    if previous is not None and usable(previous):
+        since = commits_since(spark, table.base_path, previous["instant"])
+    if previous is not None and since == [] and not full_scan:
+        return TableState({**previous, "mode": "carried"})
+    can_follow = (
+        previous is not None
+        and since is not None
+        and table.table_type == "COPY_ON_WRITE"
+        and has_change_feed(spark, table.base_path)
+    )
+    due = (
+        previous is None
+        or since is None
+        or int(previous.get("commits_since_full", 0)) + len(since) >= full_scan_every
+    )
+    if can_follow and not full_scan and not due:
+        assert previous is not None and since is not None
+        return incremental_state(spark, table, previous, newest, len(since))
+    state = full_state(spark, table, newest)
+    followed: TableState | None = None
+    if previous is not None and since == []:
+        followed = TableState(previous)  # nothing committed since: the kept state is current
+    elif can_follow and since:
+        assert previous is not None
+        followed = incremental_state(spark, table, previous, newest, len(since))
+    if followed is not None:
+        diff = compare_digests(state.digest, followed.digest)
+        counts_equal = (followed.flagged_rows, followed.table_rows) == (
+            state.flagged_rows,
+            state.table_rows,
+        )
+        state.incremental_matches_rescan = diff.equal and counts_equal
+        state.digest["last_rescan"] = {
+            "instant": newest.instant,
+            "compared": True,
+            "matched": state.incremental_matches_rescan,
+        }
+        state.mismatch_detail = {
+            "differing_buckets": sorted(diff.details)[:SAMPLE],
+            "kept": {"flagged_rows": followed.flagged_rows, "rows": followed.table_rows},
+            "rescan": {"flagged_rows": state.flagged_rows, "rows": state.table_rows},
+        }
+    return state

@@ -1,0 +1,141 @@
+"""The table's CDC invariants kept from the change feed equal a rescan of the whole table, after
+a random workload on the real ingestion (S3 server, Hudi bundle): inserts, updates, partition
+moves, hard deletes, re-inserts and changes that arrive after newer ones."""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+
+import pytest
+
+from cdc_lake.lake.digest import compare_digests
+from cdc_lake.lake.hudi import latest_commit
+from cdc_lake.lake.ingest import ingest_new_files
+from cdc_lake.lake.table_state import evaluate, full_state
+from cdc_lake.testing.synthetic import SyntheticLake, event
+
+ORDERS = 60
+
+
+def _random_batch(rng: random.Random, clock: list[int], n: int) -> list[dict]:
+    batch = []
+    for _ in range(n):
+        clock[0] += 1
+        order = rng.randrange(ORDERS)
+        roll = rng.random()
+        # Out of order: an older change, which must lose to whatever the table holds.
+        ts = clock[0] - rng.randrange(50, 200) if roll < 0.1 else clock[0]
+        items = [
+            {"product_id": p, "unit_price": rng.choice([1.5, 10.0, 99.9]), "quantity": 1 + p,
+             "discount": 0.0}
+            for p in rng.sample(range(1, 9), rng.randrange(1, 4))
+        ]  # fmt: skip
+        batch.append(
+            event(
+                order,
+                ts,
+                ts,
+                op="c" if roll < 0.3 else "u",
+                deleted=0.1 <= roll < 0.25,
+                # Orders move between year partitions now and then.
+                order_date=rng.choice([9700, 9700, 12000]),
+                items=items,
+                customer_id=rng.choice(["ALFKI", "BONAP", "QUICK"]),
+            )
+        )
+    return batch
+
+
+def _assert_same(kept, rescanned) -> None:
+    assert compare_digests(rescanned.digest, kept.digest).equal
+    assert kept.digest["rows"] == rescanned.digest["rows"]
+    assert (kept.table_rows, kept.flagged_rows) == (rescanned.table_rows, rescanned.flagged_rows)
+    assert kept.duplicated_keys == rescanned.duplicated_keys == 0
+
+
+@pytest.mark.parametrize("delete_mode", ["hard", "soft"])
+def test_the_state_kept_from_the_change_feed_equals_a_rescan(
+    spark, lake: SyntheticLake, delete_mode: str
+):
+    rng = random.Random(11 if delete_mode == "hard" else 12)
+    table = dataclasses.replace(lake.table(), delete_mode=delete_mode)
+    clock = [1_000]
+    state = None
+    modes = []
+    for _ in range(4):
+        for _ in range(rng.randrange(1, 3)):
+            lake.put(_random_batch(rng, clock, rng.randrange(5, 25)))
+        result = ingest_new_files(spark, lake.client, lake.source, table)
+        assert result.committed is not None
+        previous = state.digest if state is not None else None
+        state = evaluate(spark, table, previous, full_scan_every=50)
+        assert state is not None
+        modes.append(state.mode)
+        commit = latest_commit(spark, table.base_path)
+        assert commit is not None and state.digest["instant"] == commit.instant
+        # Every batch: what was kept from the feed equals the whole table, read afresh.
+        _assert_same(state, full_state(spark, table, commit))
+        if delete_mode == "soft":
+            assert state.flagged_rows >= 0
+        else:
+            assert state.flagged_rows == 0
+    # The first state is a full scan; every later one followed the change feed.
+    assert modes == ["full"] + ["incremental"] * 3
+    if delete_mode == "soft":
+        assert state is not None and state.flagged_rows > 0  # the workload deleted some orders
+
+
+def test_nothing_new_carries_the_state_and_a_full_scan_compares(spark, lake: SyntheticLake):
+    table = lake.table()
+    lake.put([event(i, 100, i) for i in range(20)])
+    ingest_new_files(spark, lake.client, lake.source, table)
+    first = evaluate(spark, table, None)
+    assert first is not None and first.mode == "full"
+    # Nothing committed since: the same state, and nothing read.
+    carried = evaluate(spark, table, first.digest)
+    assert carried is not None and carried.mode == "carried"
+    assert carried.digest["digest"] == first.digest["digest"]
+    # A full scan asked for with nothing new (the nightly job on a quiet day) still compares.
+    nightly = evaluate(spark, table, carried.digest, full_scan=True)
+    assert nightly is not None and nightly.incremental_matches_rescan is True
+
+    lake.put([event(3, 200, 50, deleted=True, op="d"), event(4, 200, 51, customer_id="QUICK")])
+    ingest_new_files(spark, lake.client, lake.source, table)
+    # Asked for a full scan: it rescans and reports that the feed's state agrees.
+    scanned = evaluate(spark, table, first.digest, full_scan=True)
+    assert scanned is not None and scanned.mode == "full"
+    assert scanned.incremental_matches_rescan is True
+    assert scanned.digest["rows"] == 19
+
+    # A state that lies about the table (a row it does not hold) is caught by the rescan.
+    wrong = {**first.digest, "table_rows": first.table_rows + 1}
+    lake.put([event(5, 300, 60, customer_id="BONAP")])
+    ingest_new_files(spark, lake.client, lake.source, table)
+    caught = evaluate(spark, table, wrong, full_scan=True)
+    assert caught is not None and caught.incremental_matches_rescan is False
+
+
+def test_every_n_commits_the_state_is_rescanned(spark, lake: SyntheticLake):
+    table = lake.table()
+    state = None
+    modes = []
+    for n in range(4):
+        lake.put([event(n, 100 + n, 10 + n)])
+        ingest_new_files(spark, lake.client, lake.source, table)
+        state = evaluate(spark, table, state.digest if state else None, full_scan_every=2)
+        assert state is not None
+        modes.append((state.mode, state.digest["commits_since_full"]))
+    assert modes == [("full", 0), ("incremental", 1), ("full", 0), ("incremental", 1)]
+
+
+def test_a_table_without_the_change_feed_is_rescanned(spark, lake: SyntheticLake):
+    table = dataclasses.replace(lake.table(), change_feed=False)
+    lake.put([event(1, 100, 1), event(2, 100, 2)])
+    ingest_new_files(spark, lake.client, lake.source, table)
+    first = evaluate(spark, table, None)
+    lake.put([event(1, 200, 3, customer_id="QUICK")])
+    ingest_new_files(spark, lake.client, lake.source, table)
+    assert first is not None
+    second = evaluate(spark, table, first.digest)
+    assert second is not None and second.mode == "full" and second.digest["rows"] == 2
