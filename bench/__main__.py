@@ -4,6 +4,9 @@
     python -m bench --only sensor        # one of them
     python -m bench --only scale --scales 100000,1000000 --reps 2
     python -m bench --only peers --scales 100000,1000000 --reps 3 --batches 10
+    python -m bench --only latency       # default vs tuned settings, in one run
+    python -m bench --only latency --tuned-flush-ms 2000 --tuned-sensor-s 5 \
+        --latency-variant hoodie.metadata.index.column.stats.enable=false
     python -m bench --smoke              # tiny sizes: keeps the harness working (the tests)
 
 The stack gets its own state directory and port base (``--port-base``, default 17400), so it
@@ -23,7 +26,7 @@ from bench.benchmarks import bench_incremental, bench_sensor
 from bench.empty_run import bench_empty_run
 from bench.harness import Report, say, write_outputs
 from bench.index_cost import bench_index
-from bench.latency import bench_latency
+from bench.latency import Profile, bench_latency, default_profiles
 from bench.peers import bench_peers
 from bench.refresh_cost import bench_refresh_cost
 from bench.scale import bench_scale
@@ -51,6 +54,10 @@ def run(
     scales: tuple[int, ...] = (100_000, 1_000_000, 5_000_000),
     scale_knobs: dict | None = None,
     batches: int = 10,
+    latency_profiles: list[Profile] | None = None,
+    latency_duration_s: float = 180,
+    latency_rate: float = 2.0,
+    latency_rounds: int = 2,
 ) -> Report:
     s = stack.settings
     s3 = stack.service("s3")
@@ -106,10 +113,12 @@ def run(
                 )
             )
         if "latency" in only:
-            duration, rate, interval, flush = (
-                (8, 1.0, 2.0, 1000) if smoke else (180, 2.0, 5.0, 2000)
+            # Default and tuned settings, each on a pipeline of its own, in this one run.
+            duration, rate, rounds = (
+                (8, 1.0, 1) if smoke else (latency_duration_s, latency_rate, latency_rounds)
             )
-            report.add(*bench_latency(stack, spark, duration, rate, interval, flush, say))
+            profiles = latency_profiles or default_profiles()
+            report.add(*bench_latency(stack, duration, rate, profiles, rounds, say))
     finally:
         if own and spark is not None:
             spark.stop()
@@ -135,6 +144,26 @@ def main(argv: list[str] | None = None) -> int:
         default=[],
         metavar="KEY=VALUE",
         help="scale: also time the upsert with this Hudi option (paired with the default)",
+    )
+    parser.add_argument(
+        "--latency-duration", type=float, default=180, help="latency: workload seconds per profile"
+    )
+    parser.add_argument("--latency-rate", type=float, default=2.0, help="latency: changes/s")
+    parser.add_argument(
+        "--latency-rounds", type=int, default=2, help="latency: turns per profile (A B, B A, ...)"
+    )
+    parser.add_argument(
+        "--tuned-flush-ms", type=int, default=2_000, help="latency: the tuned S3 sink flush"
+    )
+    parser.add_argument(
+        "--tuned-sensor-s", type=float, default=5.0, help="latency: the tuned sensor interval"
+    )
+    parser.add_argument(
+        "--latency-variant",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE[,KEY=VALUE]",
+        help="latency: one more profile, the tuned settings plus these Hudi options",
     )
     parser.add_argument("--port-base", type=int, default=17400)
     parser.add_argument("--json", default="bench/results.json")
@@ -167,6 +196,14 @@ def main(argv: list[str] | None = None) -> int:
                 "variant_options": dict(v.split("=", 1) for v in args.variant),
             },
             batches=args.batches,
+            latency_profiles=default_profiles(
+                args.tuned_flush_ms,
+                args.tuned_sensor_s,
+                [dict(kv.split("=", 1) for kv in v.split(",")) for v in args.latency_variant],
+            ),
+            latency_duration_s=args.latency_duration,
+            latency_rate=args.latency_rate,
+            latency_rounds=args.latency_rounds,
         )
     finally:
         stack.down()
