@@ -18,7 +18,9 @@ Semantics the options guarantee:
   cluster use it): tasks build their file system views from the metadata table, and markers are
   written directly to storage (``DIRECT``), so a failed write is rolled back as before.
 - **Change feed.** On by default (``change_feed``): each commit also logs the before and after
-  image of every record it changed (Hudi CDC, ``cdc_lake/lake/changes.py``).
+  image of every record it changed (Hudi CDC, ``cdc_lake/lake/changes.py``). ``change_feed_gap``
+  tells whether the feed still covers every commit after a given one (archival and the cleaner
+  remove old commits and their logs).
 - **Checkpoint.** The ingestion's progress (the last Kafka offset per topic partition, see
   ``cdc_lake/lake/checkpoint.py``) goes into the commit's extra metadata, so it is committed
   atomically with the data: a commit that fails leaves neither.

@@ -34,6 +34,7 @@ other way is found only by a full build (run config ``rebuild``).
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import functions as F
@@ -41,7 +42,7 @@ from pyspark.sql import functions as F
 from cdc_lake.lake.changes import first_and_last, image_rows, read_changes
 from cdc_lake.lake.hudi import CommitInfo, change_feed_gap, completed_commits, latest_commit
 from cdc_lake.lake.hudi import table_exists as hudi_table_exists
-from cdc_lake.lake.ingest import read_as_of, read_table
+from cdc_lake.lake.ingest import read_as_of
 from cdc_lake.lake.ordering import RECORD_KEY, live_rows
 from cdc_lake.marts.figures import customer_figures, customer_rows, totals, updated_figures
 from cdc_lake.marts.items_table import (
@@ -58,15 +59,20 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 
+@dataclass
 class _Build:
     """What one build did, for its report."""
 
-    def __init__(self, kind: str, state: BuildState, figures: DataFrame) -> None:
-        self.kind, self.state, self.figures = kind, state, figures
-        self.reason = ""
-        self.orders_rebuilt = self.upserted = self.deleted = self.orphans = 0
-        self.preview = ""
-        self.committed: CommitInfo | None = None
+    kind: str  # "incremental", "full" or "none"
+    state: BuildState
+    figures: DataFrame
+    reason: str = ""  # why a full build
+    orders_rebuilt: int = 0
+    upserted: int = 0
+    deleted: int = 0
+    orphans: int = 0
+    preview: str = ""
+    committed: CommitInfo | None = None
 
 
 def run_order_items(spark: SparkSession, params: dict[str, Any]) -> AppReport:
@@ -79,18 +85,17 @@ def run_order_items(spark: SparkSession, params: dict[str, Any]) -> AppReport:
             "hudi/datalake/cdc_events first."
         )
     state = stored_state(spark, items.base_path)
-    reason = "run config rebuild" if params.get("rebuild") else None
-    if reason is None and state is None:
+    build, reason = None, None
+    if params.get("rebuild"):
+        reason = "run config rebuild"
+    elif state is None:
         reason = "no order items built yet"
-    if reason is None and state is not None:
-        reason = change_feed_gap(spark, table_path, state.built_from_instant)
-    build = None
-    if reason is None and state is not None:
+    elif (reason := change_feed_gap(spark, table_path, state.built_from_instant)) is None:
         build, reason = _incremental(spark, table_path, items, state, newest)
     if build is None:
         build = _full(spark, table_path, items, newest, previous=state)
         build.reason = reason or ""
-    return _report(spark, table_path, items, build, newest)
+    return _report(items, build, newest)
 
 
 def stored_state(spark: SparkSession, items_path: str) -> BuildState | None:
@@ -127,8 +132,7 @@ def _incremental(
         try:
             upserted = rows.where(~F.col(DELETE_MARKER))
             live_after = live_rows(image_rows(changes, "after")).select(RECORD_KEY)
-            build = _Build("incremental", state, stored)
-            build.orders_rebuilt = orders
+            build = _Build("incremental", state, stored, orders_rebuilt=orders)
             build.upserted = upserted.count()
             build.deleted = rows.where(F.col(DELETE_MARKER)).count()
             build.orphans = upserted.join(live_after, RECORD_KEY, "left_anti").count()
@@ -174,7 +178,7 @@ def _full(
     build.committed = latest_commit(spark, items.base_path)
     written = read_order_items(spark, items.base_path).cache()
     try:
-        live = live_rows(read_table(spark, table_path)).select(RECORD_KEY)
+        live = live_rows(read_as_of(spark, table_path, newest.instant)).select(RECORD_KEY)
         build.orphans = written.join(live, RECORD_KEY, "left_anti").count()
         build.orders_rebuilt = written.select(RECORD_KEY).distinct().count()
         build.upserted = written.count()
@@ -186,9 +190,7 @@ def _full(
     return build
 
 
-def _report(
-    spark: SparkSession, table_path: str, items: ItemsTableConfig, build: _Build, newest: CommitInfo
-) -> AppReport:
+def _report(items: ItemsTableConfig, build: _Build, newest: CommitInfo) -> AppReport:
     sums = totals(build.figures)
     report = AppReport()
     report.metadata = {

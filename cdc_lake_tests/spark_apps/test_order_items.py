@@ -84,6 +84,7 @@ class Workload:
         self.orders: dict[int, dict[str, Any]] = {}  # the state each order's latest event set
         self.deleted: set[int] = set()
         self.next_id = 1
+        self.kinds: Counter = Counter()  # what the workload did, to show it did all of it
 
     def _event(self, order_id: int, state: dict[str, Any], op: str, **kw: Any) -> dict[str, Any]:
         self.ts, self.lsn = self.ts + 1, self.lsn + 1
@@ -159,6 +160,7 @@ class Workload:
                     state["order_date"] = YEAR_1997 if moved else YEAR_1996
                 self.orders[oid] = state
                 events.append(self._event(oid, state, "u"))
+            self.kinds[kind] += 1
             touched.add(events[-1]["order_id"])
         return events, touched
 
@@ -215,6 +217,9 @@ def test_incremental_items_equal_a_full_flattening_after_a_random_workload(
     report = _build(spark, lake, items)
     assert report["build"] == "incremental"
     _assert_equals_full_flattening(spark, lake, items, report)
+
+    assert set(work.kinds) == {"insert", "lines", "customer", "move", "delete", "older",
+                               "reinsert"}  # fmt: skip
 
     # A full rebuild of the same commit gives the same lines and figures.
     again = _build(spark, lake, items, rebuild=True)
