@@ -2,11 +2,12 @@
 
 Table
     COPY_ON_WRITE, not partitioned, one record per line keyed by (order_id, product_id)
-    (``ITEM_KEY``, Hudi's complex key generator). No ordering field: within a commit a key
-    appears once, and across commits the later commit wins (``COMMIT_TIME_ORDERING``), since
-    each build writes the lines as they are now. Deletes travel in the same commit as the
-    upserts, flagged by ``_hoodie_is_deleted`` (so the table's schema holds that column, always
-    false; ``read_order_items`` leaves it out).
+    (``ITEM_KEY``, Hudi's complex key generator), without Hudi's metadata table; the default
+    (simple) index reads the key column of its few files to place an upsert. No ordering
+    field: within a commit a key appears once, and across commits the later commit wins
+    (``COMMIT_TIME_ORDERING``), since each build writes the lines as they are now. Deletes
+    travel in the same commit as the upserts, flagged by ``_hoodie_is_deleted`` (so the
+    table's schema holds that column, always false; ``read_order_items`` leaves it out).
 
 Build state
     Each commit carries in its extra metadata (``STATE_KEY``, written atomically with the
@@ -96,6 +97,10 @@ class ItemsTableConfig:
                 "org.apache.hudi.keygen.ComplexKeyGenerator"
             ),
             "hoodie.write.record.merge.mode": "COMMIT_TIME_ORDERING",
+            "hoodie.combine.before.upsert": "false",  # a build writes each key once
+            # One directory of a few files: listing it is one request, which costs less than
+            # keeping Hudi's metadata table (and its indexes) up to date on every commit.
+            "hoodie.metadata.enable": "false",
             "hoodie.upsert.shuffle.parallelism": p,
             "hoodie.insert.shuffle.parallelism": p,
             "hoodie.delete.shuffle.parallelism": p,

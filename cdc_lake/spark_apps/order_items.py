@@ -130,13 +130,29 @@ def _incremental(
         new = flatten_order_items(image_rows(changes, "after"))
         rows = line_changes(old, new).persist()
         try:
-            upserted = rows.where(~F.col(DELETE_MARKER))
-            live_after = live_rows(image_rows(changes, "after")).select(RECORD_KEY)
-            build = _Build("incremental", state, stored, orders_rebuilt=orders)
-            build.upserted = upserted.count()
-            build.deleted = rows.where(F.col(DELETE_MARKER)).count()
-            build.orphans = upserted.join(live_after, RECORD_KEY, "left_anti").count()
-            build.preview = preview_markdown(upserted.drop(DELETE_MARKER))
+            live_after = live_rows(image_rows(changes, "after")).select(
+                RECORD_KEY, F.lit(True).alias("_live")
+            )
+            upsert, orphan = ~F.col(DELETE_MARKER), ~F.col(DELETE_MARKER) & F.col("_live").isNull()
+            counts = (
+                rows.join(live_after, RECORD_KEY, "left")
+                .agg(
+                    F.count(F.when(upsert, 1)).alias("upserted"),
+                    F.count(F.when(~upsert, 1)).alias("deleted"),
+                    F.count(F.when(orphan, 1)).alias("orphans"),
+                )
+                .collect()[0]
+            )
+            build = _Build(
+                "incremental",
+                state,
+                stored,
+                orders_rebuilt=orders,
+                upserted=int(counts["upserted"]),
+                deleted=int(counts["deleted"]),
+                orphans=int(counts["orphans"]),
+                preview=preview_markdown(rows.where(upsert).drop(DELETE_MARKER)),
+            )
             if build.upserted + build.deleted == 0:
                 return build, None  # the changes left every line as it was: no commit
             build.state = BuildState(newest.instant, newest.completed, _figures_path(items, newest))
