@@ -277,23 +277,34 @@ def test_a_delete_removes_the_lines_and_nothing_changed_commits_nothing(
     _assert_equals_full_flattening(spark, lake, items, edited)
 
 
-@pytest.mark.parametrize("case", ["no_change_feed", "parquet_left_by_an_earlier_release"])
+@pytest.mark.parametrize("case", ["no_change_feed", "parquet_left_by_an_earlier_release",
+                                  "changes_cleaned"])  # fmt: skip
 def test_full_rebuild_when_there_is_nothing_to_start_from(
     spark: SparkSession, lake: SyntheticLake, case: str
 ):
-    table = lake.table(change_feed=case != "no_change_feed")
+    # "changes_cleaned": the cleaner keeps one commit's file versions, and archival three commits.
+    short = {"hoodie.cleaner.commits.retained": "1", "hoodie.keep.min.commits": "2",
+             "hoodie.keep.max.commits": "3"}  # fmt: skip
+    table = lake.table(
+        change_feed=case != "no_change_feed",
+        extra_options=short if case == "changes_cleaned" else {},
+    )
     lake.put([event(1, 100, 1, op="c"), event(2, 100, 2, op="c")])
     assert ingest_new_files(spark, lake.client, lake.source, table).committed is not None
     items = _items_config(lake)
     if case == "parquet_left_by_an_earlier_release":
         flatten_order_items(read_table(spark, table.base_path)).write.parquet(items.base_path)
     assert _build(spark, lake, items)["build"] == "full"
-    lake.put([event(2, 200, 3, deleted=True, op="d")])
-    assert ingest_new_files(spark, lake.client, lake.source, table).committed is not None
+    for n in range(4 if case == "changes_cleaned" else 1):
+        lake.put([event(2 + n, 200 + n, 3 + n, deleted=True, op="d"), event(9 + n, 200, 9, op="c")])
+        assert ingest_new_files(spark, lake.client, lake.source, table).committed is not None
     report = _build(spark, lake, items)
     if case == "no_change_feed":
         assert report["build"] == "full"
         assert report["full_build_reason"] == "the table has no change feed"
+    elif case == "changes_cleaned":
+        assert report["build"] == "full"
+        assert "cleaner" in report["full_build_reason"] or "timeline" in report["full_build_reason"]
     else:
         assert report["build"] == "incremental"
     _assert_equals_full_flattening(spark, lake, items, report)
