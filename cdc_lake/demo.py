@@ -105,13 +105,14 @@ def run_demo(settings: StackSettings, changes: int = 25) -> int:
     _print_checks(check_evaluations(instance, run.run_id))
 
     from cdc_lake.lake.ingest import read_table
-    from cdc_lake.marts.order_items import customer_rows
+    from cdc_lake.marts.figures import customer_figures, customer_rows
+    from cdc_lake.marts.order_items import read_order_items
 
     session = _spark(resources["pyspark"])
     lake = resources["lake"]
     table = read_table(session, lake.table_path)
-    items = session.read.parquet(lake.order_items_path)
-    stats = customer_rows(items)
+    items = read_order_items(session, lake.order_items_path)
+    stats = customer_rows(customer_figures(items))
     commits = list(completed_commits(session, lake.table_path))
     print()
     print("cdc-lake demo summary")

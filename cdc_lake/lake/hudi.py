@@ -18,7 +18,9 @@ Semantics the options guarantee:
   cluster use it): tasks build their file system views from the metadata table, and markers are
   written directly to storage (``DIRECT``), so a failed write is rolled back as before.
 - **Change feed.** On by default (``change_feed``): each commit also logs the before and after
-  image of every record it changed (Hudi CDC, ``cdc_lake/lake/changes.py``).
+  image of every record it changed (Hudi CDC, ``cdc_lake/lake/changes.py``). ``change_feed_gap``
+  tells whether the feed still covers every commit after a given one (archival and the cleaner
+  remove old commits and their logs).
 - **Checkpoint.** The ingestion's progress (the last Kafka offset per topic partition, see
   ``cdc_lake/lake/checkpoint.py``) goes into the commit's extra metadata, so it is committed
   atomically with the data: a commit that fails leaves neither.
@@ -46,6 +48,14 @@ HUDI_CONF = {
     "spark.sql.extensions": "org.apache.spark.sql.hudi.HoodieSparkSessionExtension",
     "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.hudi.catalog.HoodieCatalog",
 }
+
+
+def timeline_server_options(embedded: bool) -> dict[str, str]:
+    """The embedded timeline server on or off (see the module docstring), for any table."""
+    return {
+        "hoodie.embed.timeline.server": str(embedded).lower(),
+        "hoodie.write.markers.type": "TIMELINE_SERVER_BASED" if embedded else "DIRECT",
+    }
 
 
 @dataclass(frozen=True)
@@ -92,10 +102,7 @@ class HudiTableConfig:
             "hoodie.delete.shuffle.parallelism": p,
             "hoodie.bulkinsert.shuffle.parallelism": p,
             "hoodie.datasource.write.hive_style_partitioning": "true",
-            "hoodie.embed.timeline.server": str(self.embedded_timeline_server).lower(),
-            "hoodie.write.markers.type": (
-                "TIMELINE_SERVER_BASED" if self.embedded_timeline_server else "DIRECT"
-            ),
+            **timeline_server_options(self.embedded_timeline_server),
         }
         if self.partition_field:
             opts |= {
@@ -168,6 +175,29 @@ def has_change_feed(spark: SparkSession, base_path: str) -> bool:
     if not table_exists(spark, base_path):
         return False
     return bool(_meta_client(spark, base_path).getTableConfig().isCDCEnabled())
+
+
+def change_feed_gap(spark: SparkSession, base_path: str, after_instant: str) -> str | None:
+    """Why the change feed may not hold every change after the commit ``after_instant``
+    (requested time), or None when it does: the table has no feed, is not COPY_ON_WRITE (the
+    only type the feed is verified on here), that commit has left the active timeline
+    (archived), or the cleaner has removed file versions, and with them change logs, of commits
+    after it. Callers then read the snapshot instead."""
+    if not has_change_feed(spark, base_path):
+        return "the table has no change feed"
+    client = _meta_client(spark, base_path)
+    table_type = str(client.getTableType().name())
+    if table_type != "COPY_ON_WRITE":
+        return f"the table is {table_type}; the change feed is used on COPY_ON_WRITE only"
+    timeline = client.getActiveTimeline()
+    if not timeline.getCommitsTimeline().filterCompletedInstants().containsInstant(after_instant):
+        return f"commit {after_instant} is no longer in the active timeline"
+    cleans = timeline.getCleanerTimeline().filterCompletedInstants().lastInstant()
+    if cleans.isPresent():
+        retained = timeline.readCleanMetadata(cleans.get()).getEarliestCommitToRetain()
+        if retained and str(retained) > after_instant:
+            return f"the cleaner kept only the file versions of commits from {retained} on"
+    return None
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """Charts of the order items, as in the reference dashboard: revenue of the top customers, and
 each customer's average quantity against average revenue, sized by orders.
 
-The Spark app reports per-customer figures as JSON (``cdc_lake.marts.order_items.customer_rows``);
+The Spark app reports per-customer figures as JSON (``cdc_lake.marts.figures.customer_rows``);
 the chart is drawn here, in the Dagster process, so matplotlib never has to be on EMR.
 """
 

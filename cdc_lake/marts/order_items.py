@@ -1,18 +1,20 @@
 """The order items: one row per order line of the Hudi table's live orders.
 
-``flatten_order_items`` is a pure function of a lake snapshot: deleted orders (``is_deleted``,
-``cdc_lake/lake/ordering.py``) give no rows, and an order whose ``order_items`` is null, [] or
-not JSON gives none either. Revenue is unit_price * quantity * (1 - discount), null when an
-input is null.
+``flatten_order_items`` is a pure function of lake rows (a snapshot, or the before/after images
+of the change feed): deleted orders (``is_deleted``, ``cdc_lake/lake/ordering.py``) give no
+rows, and an order whose ``order_items`` is null, [] or not JSON gives none either. Revenue is
+unit_price * quantity * (1 - discount), null when an input is null. A line's key is
+(order_id, product_id) (``ITEM_KEY``): the source's order_details key, so it is unique.
 
-``customer_rows`` gives the per-customer figures that the Dagster process draws as a chart
-(``cdc_lake/marts/chart.py``), so matplotlib never has to be on EMR, and ``preview_markdown`` the
-first rows. The Spark app that writes the items is ``cdc_lake/spark_apps/order_items.py``.
+The items are stored as a Hudi table (``cdc_lake/marts/items_table.py``); ``read_order_items``
+reads it with the flattening's columns. ``preview_markdown`` gives the first rows; the
+per-customer figures are in ``cdc_lake/marts/figures.py``. The Spark app that builds the items
+is ``cdc_lake/spark_apps/order_items.py``.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, DoubleType, LongType, StringType, StructField, StructType
@@ -20,9 +22,20 @@ from pyspark.sql.types import ArrayType, DoubleType, LongType, StringType, Struc
 from cdc_lake.lake.ordering import live_rows
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    from pyspark.sql import DataFrame, SparkSession
 
-CHART_CUSTOMERS = 200  # the chart's scatter: enough customers to see the shape
+ITEM_KEY = ("order_id", "product_id")
+ITEM_COLUMNS = (
+    "customer_id",
+    "order_id",
+    "order_date",
+    "product_id",
+    "product_name",
+    "unit_price",
+    "quantity",
+    "discount",
+    "revenue",
+)
 
 ORDER_ITEMS_SCHEMA = ArrayType(
     StructType(
@@ -81,30 +94,9 @@ def flatten_order_items(lake: DataFrame) -> DataFrame:
     )
 
 
-def customer_rows(items: DataFrame, limit: int = CHART_CUSTOMERS) -> list[dict[str, Any]]:
-    """Per customer: revenue, orders, average quantity and revenue per line; top by revenue."""
-    rows = (
-        items.groupBy("customer_id")
-        .agg(
-            F.sum("revenue").alias("revenue"),
-            F.countDistinct("order_id").alias("orders"),
-            F.avg("quantity").alias("avg_quantity"),
-            F.avg("revenue").alias("avg_revenue"),
-        )
-        .orderBy(F.desc("revenue"), "customer_id")
-        .limit(limit)
-        .collect()
-    )
-    return [
-        {
-            "customer_id": r["customer_id"],
-            "revenue": round(float(r["revenue"]), 2),
-            "orders": int(r["orders"]),
-            "avg_quantity": float(r["avg_quantity"]),
-            "avg_revenue": float(r["avg_revenue"]),
-        }
-        for r in rows
-    ]
+def read_order_items(spark: SparkSession, items_path: str) -> DataFrame:
+    """The order items table's current rows, with the flattening's columns only."""
+    return spark.read.format("hudi").load(items_path).select(*ITEM_COLUMNS)
 
 
 def preview_markdown(items: DataFrame, limit: int = 10) -> str:

@@ -1,8 +1,9 @@
 """The lake's resource: where the Hudi table and the order items live, and how they are written.
 
-It only builds parameters (plain JSON for the Spark apps, the same locally and on EMR) and,
-in production, registers the order items in Glue (idempotent: "created", "updated" or
-"unchanged"). Writing is the Spark launchers' part (``cdc_lake/resources/spark.py``).
+It only builds parameters (plain JSON for the Spark apps, the same locally and on EMR).
+Writing is the Spark launchers' part (``cdc_lake/resources/spark.py``). In production both Hudi
+tables, ``cdc_events`` and ``order_items``, sync themselves into Glue as they commit (Hudi's
+meta sync, ``cdc_lake/aws/glue.py``).
 """
 
 from __future__ import annotations
@@ -10,13 +11,13 @@ from __future__ import annotations
 from dataclasses import MISSING, asdict, fields
 from typing import Any
 
-import boto3
 import dagster as dg
 
-from cdc_lake.aws.glue import glue_sync_options, register_parquet_table
+from cdc_lake.aws.glue import glue_sync_options
 from cdc_lake.lake.hudi import HudiTableConfig
 from cdc_lake.lake.ingest import DEFAULT_MAX_LINE_MB
 from cdc_lake.lake.table_state import DEFAULT_FULL_SCAN_EVERY
+from cdc_lake.marts.items_table import ItemsTableConfig
 from cdc_lake.resources.streaming import CdcPipelineResource
 from cdc_lake.streaming.connect_config import CdcConnectorSettings
 
@@ -50,7 +51,7 @@ class LakeResource(dg.ConfigurableResource):
     # The checks follow the change feed; every this many commits they rescan the whole table.
     full_scan_every: int = DEFAULT_FULL_SCAN_EVERY
     hudi_options: dict[str, str] = {}
-    # Production: Hudi meta sync into this Glue database; the order items are registered too.
+    # Production: Hudi meta sync of both tables (cdc_events, order_items) into this database.
     # None: no Glue catalog (locally, or CDC_LAKE_GLUE_DATABASE=none).
     glue_database: str | None = None
     region: str = CdcConnectorSettings.region
@@ -107,14 +108,34 @@ class LakeResource(dg.ConfigurableResource):
             "max_line_mb": self.max_line_mb,
         }
 
-    def order_items_params(self) -> dict[str, Any]:
-        return {"table_path": self.table_path, "items_path": self.order_items_path}
+    @property
+    def order_items_figures_path(self) -> str:
+        """Beside the items table: the per-customer figures of each build."""
+        return self.uri(self.order_items_prefix.rstrip("/") + "_figures")
 
-    def register_order_items(self) -> str | None:
-        """Register the order items' Parquet in Glue (production); None when there is no Glue."""
+    def order_items_config(self) -> ItemsTableConfig:
+        catalog = {}
+        if self.glue_database:
+            catalog = glue_sync_options(self.glue_database, ItemsTableConfig.table_name, "")
+        return ItemsTableConfig(
+            base_path=self.order_items_path,
+            figures_root=self.order_items_figures_path,
+            parallelism=self.parallelism,
+            embedded_timeline_server=self.embedded_timeline_server,
+            extra_options=catalog,
+        )
+
+    def order_items_params(self, rebuild: bool = False) -> dict[str, Any]:
+        """The ``order_items`` app's parameters; ``rebuild``: from the snapshot, in full."""
+        return {
+            "table_path": self.table_path,
+            "items": asdict(self.order_items_config()),
+            "rebuild": rebuild,
+        }
+
+    @property
+    def order_items_glue_table(self) -> str | None:
+        """The items' Glue table, which Hudi syncs as it commits; None without Glue."""
         if not self.glue_database:
             return None
-        glue = boto3.client("glue", region_name=self.region)
-        return register_parquet_table(
-            glue, self.glue_database, "order_items", self.order_items_path
-        )
+        return f"{self.glue_database}.{ItemsTableConfig.table_name}"

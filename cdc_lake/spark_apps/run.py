@@ -7,8 +7,8 @@ launcher), as a step on an EMR cluster and as an EMR Serverless job run (both th
 
 - ``upsert``: the raw files into the Hudi table, then its checks
   (``cdc_lake/spark_apps/upsert.py``).
-- ``order_items``: the order items rebuilt from the table's snapshot, then their checks
-  (``cdc_lake/spark_apps/order_items.py``).
+- ``order_items``: the order items brought up to the table's newest commit from its change
+  feed (or rebuilt from its snapshot), then their checks (``cdc_lake/spark_apps/order_items.py``).
 
 An unknown app name raises ``ValueError`` before anything is read or written.
 """

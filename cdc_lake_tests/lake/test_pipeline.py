@@ -14,6 +14,7 @@ from cdc_lake.defs.lake.assets import cdc_events_hudi
 from cdc_lake.defs.lake.checks import matches_source, no_quarantined_lines
 from cdc_lake.defs.marts.assets import order_items
 from cdc_lake.lake.ingest import read_table
+from cdc_lake.marts.order_items import read_order_items
 from cdc_lake.resources.local import local_resources
 from cdc_lake.resources.spark import SparkLauncher
 from cdc_lake.stack import LocalStack
@@ -88,7 +89,7 @@ def test_lake_equals_outbox_and_items_equal_sql_flattening(ingested, resources, 
         assert row["updated_at"] == src[11].replace(tzinfo=None), order_id
         assert row["is_deleted"] is False
 
-    items = spark.read.parquet(resources["lake"].order_items_path).collect()
+    items = read_order_items(spark, resources["lake"].order_items_path).collect()
     lake_items = {(r["customer_id"], r["order_id"], r["order_date"], r["product_id"],
                    r["product_name"], r["unit_price"], r["quantity"], r["discount"],
                    round(r["revenue"], 6)) for r in items}  # fmt: skip

@@ -1,22 +1,21 @@
-"""The lake resource: its catalog options (none locally, Glue in production) and the order
-items' registration in Glue, against moto's server."""
+"""The lake resource: its catalog options (none locally, Glue in production) for the Hudi table
+and the order items' table."""
 
 from __future__ import annotations
 
 from dataclasses import fields
 
-import boto3
 import pytest
 
-from cdc_lake.aws.glue import register_parquet_table
 from cdc_lake.lake.hudi import HudiTableConfig
+from cdc_lake.marts.items_table import BuildState, ItemsTableConfig
 from cdc_lake.resources.lake import LakeResource
 from cdc_lake_tests.aws.conftest import REGION
 
 
 def test_local_tables_have_no_catalog_options():
     lake = LakeResource(lake_bucket="b")
-    assert lake.catalog_options() == {} and lake.register_order_items() is None
+    assert lake.catalog_options() == {} and lake.order_items_glue_table is None
     opts = HudiTableConfig(base_path="s3a://b/t").write_options()
     assert "hoodie.datasource.meta.sync.enable" not in opts
     assert "hoodie.datasource.hive_sync.enable" not in opts
@@ -30,26 +29,31 @@ def test_local_tables_have_no_catalog_options():
         HudiTableConfig(base_path="s3a://b/t", index_type="BLOOM")
 
 
-def test_order_items_are_registered_in_glue(moto_endpoint: str, monkeypatch):
-    monkeypatch.setenv("AWS_ENDPOINT_URL_GLUE", moto_endpoint)
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
-    glue = boto3.client("glue", region_name=REGION, endpoint_url=moto_endpoint)
-    lake = LakeResource(lake_bucket="acme-lake", scheme="s3", glue_database="datalake",
-                        region=REGION)  # fmt: skip
-    assert lake.register_order_items() == "created"
-    table = glue.get_table(DatabaseName="datalake", Name="order_items")["Table"]
-    sd = table["StorageDescriptor"]
-    assert sd["Location"] == "s3://acme-lake/marts/order_items"
-    assert [c["Name"] for c in sd["Columns"]] == [
-        "customer_id", "order_id", "order_date", "product_id", "product_name", "unit_price",
-        "quantity", "discount", "revenue",
-    ]  # fmt: skip
-    assert sd["SerdeInfo"]["SerializationLibrary"].endswith("ParquetHiveSerDe")
-    assert lake.register_order_items() == "unchanged"
-    assert register_parquet_table(glue, "datalake", "order_items", "s3://elsewhere/x") == "updated"
-    moved = glue.get_table(DatabaseName="datalake", Name="order_items")["Table"]
-    assert moved["StorageDescriptor"]["Location"] == "s3://elsewhere/x"
+def test_the_order_items_table_is_written_like_the_lake_and_synced_to_glue():
+    """The items table gets the lake's parallelism and timeline-server setting, and in production
+    Hudi's Glue sync as a table of its own, not partitioned; its figures sit beside it."""
+    local = LakeResource(lake_bucket="b", parallelism=3)
+    config = ItemsTableConfig.from_json(local.order_items_params()["items"])
+    assert config.base_path == "s3a://b/marts/order_items"
+    assert config.figures_root == "s3a://b/marts/order_items_figures"
+    opts = config.write_options("upsert", BuildState("1", "2", "f"))
+    assert opts["hoodie.upsert.shuffle.parallelism"] == "3"
+    assert opts["hoodie.embed.timeline.server"] == "false"
+    assert opts["hoodie.datasource.write.recordkey.field"] == "order_id,product_id"
+    assert "hoodie.datasource.meta.sync.enable" not in opts
+    assert local.order_items_glue_table is None and local.order_items_params()["rebuild"] is False
+
+    prod = LakeResource(lake_bucket="acme-lake", scheme="s3", glue_database="datalake",
+                        region=REGION, embedded_timeline_server=True)  # fmt: skip
+    opts = ItemsTableConfig.from_json(prod.order_items_params(rebuild=True)["items"]).write_options(
+        "insert_overwrite_table", BuildState("1", "2", "f")
+    )
+    assert opts["hoodie.embed.timeline.server"] == "true"
+    assert opts["hoodie.datasource.hive_sync.database"] == "datalake"
+    assert opts["hoodie.datasource.hive_sync.table"] == "order_items"
+    assert "hoodie.datasource.hive_sync.partition_fields" not in opts
+    assert prod.order_items_glue_table == "datalake.order_items"
+    assert prod.order_items_params(rebuild=True)["rebuild"] is True
 
 
 def test_the_table_settings_defaults_are_hudi_table_configs():

@@ -10,6 +10,7 @@ import pytest
 from botocore.stub import Stubber
 
 from cdc_lake.lake.hudi import HudiTableConfig
+from cdc_lake.marts.items_table import BuildState, ItemsTableConfig
 from cdc_lake.resources import build_resources
 from cdc_lake.resources.prod import (
     ProdSettings,
@@ -176,6 +177,17 @@ def test_glue_sync_options_travel_to_the_job_in_its_params():
     assert options["hoodie.datasource.hive_sync.database"] == "datalake"
     assert options["hoodie.datasource.hive_sync.table"] == "cdc_events"
     assert options["hoodie.datasource.meta_sync.condition.sync"] == "true"
+    # The order items sync themselves too, as a table of their own, not partitioned.
+    items = r["lake"].order_items_params()
+    assert items["items"]["base_path"] == "s3://acme-cdc-lake/marts/order_items"
+    state = BuildState("1", "2", "s3://acme-cdc-lake/marts/order_items_figures/1-x")
+    item_options = ItemsTableConfig.from_json(items["items"]).write_options("upsert", state)
+    assert item_options["hoodie.datasource.hive_sync.database"] == "datalake"
+    assert item_options["hoodie.datasource.hive_sync.table"] == "order_items"
+    assert item_options["hoodie.datasource.hive_sync.partition_extractor_class"].endswith(
+        "NonPartitionedExtractor"
+    )
+    assert r["lake"].order_items_glue_table == "datalake.order_items"
 
 
 def test_an_empty_variable_is_unset_for_the_resources_and_the_msk_deploy():
@@ -242,7 +254,11 @@ def test_glue_database_none_turns_the_catalog_off():
     assert lake.glue_database is None
     assert lake.catalog_options() == {}
     assert "hoodie.datasource.meta.sync.enable" not in lake.table_config().write_options()
-    assert lake.register_order_items() is None
+    assert lake.order_items_glue_table is None
+    items = ItemsTableConfig.from_json(lake.order_items_params()["items"])
+    assert "hoodie.datasource.meta.sync.enable" not in items.write_options(
+        "upsert", BuildState("1", "2", "f")
+    )
     # Empty is unset: the default database.
     assert prod_resources({**PROD_ENV, "CDC_LAKE_GLUE_DATABASE": ""})["lake"].glue_database == (
         "datalake"

@@ -1,17 +1,19 @@
-"""The flattened order items: one row per order line of the Hudi table's current snapshot.
+"""The flattened order items: one row per order line of the Hudi table's live orders.
 
-Rebuilt in full from the snapshot when the table has changed, written as Parquet (overwrite),
-by the same Spark app locally and on EMR, which also evaluates the two checks (revenue never
-negative, every line's order live in the lake). Deleted orders are gone from the snapshot, so
-their lines are gone too. In production the Parquet is registered in the Glue database for
-Athena.
+A Hudi table keyed by (order_id, product_id), kept in step by the same Spark app locally and on
+EMR (``cdc_lake/spark_apps/order_items.py``): each build applies the change feed of the
+``cdc_events`` commits since the one it was built from, rebuilding only the orders that changed
+and removing the lines of deleted ones; a full rebuild from the snapshot happens on the first
+build, when the change feed cannot cover the range, or on run config ``rebuild``. The app also
+evaluates the two checks (revenue never negative, every line's order live in the lake) and
+reports the per-customer figures, all from what the build changed. In production Hudi syncs the
+table into the Glue database for Athena.
 
-Unchanged table, no rebuild: each build records the Hudi commit it read
+Unchanged table, no build: each build records the Hudi commit it read
 (``hudi_commit_instant``). When the table's newest commit (one listing of its timeline on S3,
-no Spark) is still that one and the Parquet is there, the run rebuilds nothing: it
+no Spark) is still that one and the items table is there, the run builds nothing: it
 materializes again with the last build's figures and check results and ``unchanged: true``
-(``cdc_lake/defs/unchanged.py``). Run config ``rebuild`` forces a rebuild. The data version is
-the Hudi commit the items were built from.
+(``cdc_lake/defs/unchanged.py``). The data version is the Hudi commit the items were built from.
 """
 
 import dagster as dg
@@ -30,8 +32,8 @@ from cdc_lake.resources.spark import SparkLauncher
 class OrderItemsConfig(dg.Config):
     rebuild: bool = Field(
         default=False,
-        description="Rebuild from the Hudi snapshot even if the table has not changed since "
-        "the last build.",
+        description="Rebuild in full from the Hudi snapshot, even if the table has not changed "
+        "since the last build, instead of applying its change feed.",
     )
 
 
@@ -40,7 +42,7 @@ class OrderItemsConfig(dg.Config):
     deps=[HUDI_KEY],
     group_name=PIPELINE_GROUP,
     freshness_policy=LAKE_FRESHNESS,
-    kinds={"spark", "parquet", "s3"},
+    kinds={"spark", "hudi", "s3"},
     owners=["team:analytics"],
     tags={"stage": "marts"},
     check_specs=[
@@ -65,7 +67,8 @@ def order_items(
     unit_price, quantity, discount and revenue = unit_price × quantity × (1 − discount)."""
     if not config.rebuild and (same := _unchanged(context, lake, s3)) is not None:
         return same
-    outcome = spark_jobs.run(context, "order_items", lake.order_items_params())
+    params = lake.order_items_params(rebuild=config.rebuild)
+    outcome = spark_jobs.run(context, "order_items", params)
     stats = outcome.metadata["customer_stats"].value
     # The chart first: the UI lists metadata in this order.
     outcome.metadata = {
@@ -74,12 +77,13 @@ def order_items(
         **outcome.metadata,
     }
     extra = {}
-    if (registered := lake.register_order_items()) is not None:
-        extra["glue_table"] = dg.MetadataValue.text(f"{lake.glue_database}.order_items")
-        extra["glue_action"] = dg.MetadataValue.text(registered)
+    if (glue_table := lake.order_items_glue_table) is not None:
+        extra["glue_table"] = dg.MetadataValue.text(glue_table)  # synced by Hudi as it commits
+    m = outcome.metadata
     context.log.info(
-        f"{outcome.metadata['dagster/row_count'].value} order items, "
-        f"revenue {CURRENCY_SYMBOL}{outcome.metadata['total_revenue_usd'].value:,.2f}"
+        f"{m['dagster/row_count'].value} order items, "
+        f"revenue {CURRENCY_SYMBOL}{m['total_revenue_usd'].value:,.2f}; "
+        f"{m['build'].value} build, {m['orders_rebuilt'].value} orders rebuilt"
     )
     built_from = str(outcome.metadata["hudi_commit_instant"].value)
     if (when := instant_time(built_from)) is not None:
@@ -100,11 +104,10 @@ def _unchanged(
     client = s3.get_client()
     if newest_commit_instant(client, lake.lake_bucket, lake.table_prefix) != built_from.value:
         return None
-    items = client.list_objects_v2(
-        Bucket=lake.lake_bucket, Prefix=lake.order_items_prefix.strip("/") + "/", MaxKeys=1
-    )
+    table_file = lake.order_items_prefix.strip("/") + "/.hoodie/hoodie.properties"
+    items = client.list_objects_v2(Bucket=lake.lake_bucket, Prefix=table_file, MaxKeys=1)
     if not items.get("KeyCount"):
-        return None  # the Parquet is gone: rebuild it
+        return None  # the items table is gone, or is an earlier release's Parquet: build it
     checks = carried_check_results(context, ORDER_ITEMS_KEY)
     if checks is None:
         return None
