@@ -90,6 +90,7 @@ def bench_latency(
         raw_prefix="lat-events/",
         flush_interval_ms=flush_interval_ms,
         lake={"table_prefix": "lat/cdc_events"},
+        spark="in_process",  # the benchmark's own session
     )
     cdc = resources["cdc"]
     say("latency: materialising outbox, topic and raw files")
