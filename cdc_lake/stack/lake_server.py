@@ -10,14 +10,17 @@ Every request carries ``Authorization: Bearer <token>``; the token is in ``<stat
 (``token_path``, a 0600 file written by ``stack up``), never in an argument or the environment.
 A request without it gets 401 and nothing else.
 
-- ``GET /health``: ``{"pid", "jvm_pid", "runs"}`` once the session is up.
+- ``GET /health``: ``{"pid", "jvm_pid", "runs"}`` once the session is up and while its JVM
+  answers over py4j; 503 once it does not (``stack down`` and ``up`` start a new one).
 - ``POST /run`` with ``{"app", "params"}`` (the JSON the Pipes path sends as extras): the app's
   ``AppReport`` as ``{"ok": true, "report": {"metadata", "checks"}, "seconds"}``. An app that
   raises gives ``{"ok": false, "error", "traceback", "seconds"}``; the session stays up for the
   next request.
 
 Ordering: one app at a time (a lock: Hudi takes one writer per table); a request that arrives
-while another runs waits for it. A client that gives up does not stop its app.
+while another runs waits for it. A client that gives up does not stop its app. Right after the
+session is up, a warm-up (a small Hudi table in the server's data directory, not the lake)
+loads Hudi's classes under the same lock, so the first app does not pay for them.
 
 Secrets: the server reads the stack's S3 keys from the state directory's credentials itself and
 hands them to the JVM over py4j (``set_s3a_keys``) and to its boto3 client in memory; its argv
@@ -166,6 +169,10 @@ class _Handler(BaseHTTPRequestHandler):
         if self.path != "/health":
             return self._reply(404)
         s = self.lake
+        try:
+            s.spark.sparkContext._jvm.java.lang.System.nanoTime()  # the JVM still answers
+        except Exception:
+            return self._reply(503)
         self._reply(200, {"pid": os.getpid(), "jvm_pid": s.jvm_pid, "runs": s.runs})
 
     def do_POST(self) -> None:
@@ -200,6 +207,30 @@ def _s3_client(settings: StackSettings) -> Any:
     )
 
 
+def warm_up(server: _Server, path: Path) -> None:
+    """Load Hudi's classes before the first app needs them: a small upsert and read of a table in
+    the server's own data directory (not the lake). It holds the lock, so an app that comes
+    first waits for it; a failure is logged and changes nothing else."""
+    import shutil
+
+    from cdc_lake.lake.hudi import HudiTableConfig
+
+    with server.lock:
+        t0 = time.monotonic()
+        try:
+            shutil.rmtree(path, ignore_errors=True)
+            options = HudiTableConfig(base_path=path.as_uri(), partition_field="").write_options()
+            rows = server.spark.range(0, 100).selectExpr(
+                "id AS order_id", "id AS cdc_ordering", "false AS _hoodie_is_deleted"
+            )
+            for _ in range(2):  # an insert, then an upsert into the existing table
+                rows.write.format("hudi").options(**options).mode("append").save(path.as_uri())
+            server.spark.read.format("hudi").load(path.as_uri()).count()
+            _say(f"warmed up in {time.monotonic() - t0:.1f}s")
+        except Exception as e:
+            _say(f"warm-up failed (the apps will load Hudi themselves): {type(e).__name__}: {e}")
+
+
 def serve(settings: StackSettings) -> None:
     """Build the session, then serve until SIGTERM or SIGINT; the session stops on the way out."""
     from cdc_lake.stack.spark import build_spark_session
@@ -209,6 +240,8 @@ def serve(settings: StackSettings) -> None:
     spark = build_spark_session(settings, app_name="cdc-lake-lake-server")
     server = _Server((settings.host, settings.port(SERVICE)), token, spark, _s3_client(settings))
     _say(f"Spark up in {time.monotonic() - t0:.1f}s (JVM pid {server.jvm_pid}); serving")
+    warm = settings.data_dir(SERVICE) / "warm-up"
+    threading.Thread(target=warm_up, args=(server, warm), daemon=True).start()
 
     def stop(signum: int, _frame: Any) -> None:
         # shutdown() waits for serve_forever, which runs in this (the main) thread.

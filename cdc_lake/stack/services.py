@@ -130,6 +130,10 @@ class Service:
     def env(self) -> dict[str, str]:
         return {}
 
+    def cwd(self) -> Path | None:
+        """Where the server runs; None: where ``up`` was called."""
+        return None
+
     def healthy(self) -> bool:
         raise NotImplementedError
 
@@ -707,6 +711,11 @@ class LakeServer(Service):
 
     def prepare(self) -> None:
         lake_server.ensure_token(self.s)
+        self.s.data_dir(self.name).mkdir(mode=0o700, parents=True, exist_ok=True)
+
+    def cwd(self) -> Path | None:
+        # Whatever Spark or Hudi drop in the working directory stays in the state directory.
+        return self.s.data_dir(self.name)
 
     def argv(self) -> list[str]:
         if not self.s.spark_jars():
