@@ -64,3 +64,13 @@ def test_empty_run_benchmark_reports(local_stack: LocalStack, spark, secret_env)
     through_spark = figures["same run through Spark (as before), 50 orders"]
     assert carried.value > 0 and through_spark.value > 0
     assert figures["ratio carried / Spark path"].value == carried.value / through_spark.value
+
+
+def test_warm_benchmark_runs_fresh_run_processes_both_ways(local_stack: LocalStack, secret_env):
+    report = run(local_stack, ["warm"], smoke=True, reps=1)
+    figures = {f.name: f for f in report.figures if f.benchmark == "warm"}
+    assert len(figures) == 5 and all(f.value > 0 for f in figures.values())
+    ratio = figures["run process: in process / server"]
+    in_process = figures["run process, Spark in process, 2 files x 5 changes, 50 orders"]
+    server = figures["run process, warm lake server, 2 files x 5 changes, 50 orders"]
+    assert ratio.value == in_process.value / server.value
