@@ -7,6 +7,7 @@
     python -m bench --only latency       # default vs tuned settings, in one run
     python -m bench --only latency --tuned-flush-ms 2000 --tuned-sensor-s 5 \
         --latency-variant hoodie.metadata.index.column.stats.enable=false
+    python -m bench --only warm --reps 3  # a fresh run process: Spark in it vs the lake server
     python -m bench --smoke              # tiny sizes: keeps the harness working (the tests)
 
 The stack gets its own state directory and port base (``--port-base``, default 17400), so it
@@ -30,13 +31,16 @@ from bench.latency import Profile, bench_latency, default_profiles
 from bench.peers import bench_peers
 from bench.refresh_cost import bench_refresh_cost
 from bench.scale import bench_scale
+from bench.warm_spark import bench_warm_spark
 from cdc_lake.stack import LocalStack, StackSettings
 from cdc_lake.stack.install import install
 from cdc_lake.stack.services import S3Proxy
 from cdc_lake.stack.settings import project_root
 from cdc_lake.stack.spark import build_spark_session
 
-BENCHMARKS = ("sensor", "incremental", "latency", "scale", "peers", "index", "empty", "refresh")
+BENCHMARKS = (
+    "sensor", "incremental", "latency", "scale", "peers", "index", "empty", "refresh", "warm",
+)  # fmt: skip
 NOT_YET = {
     "upsert-vs-hoodiestreamer": "hudi-utilities 1.x is not downloadable from this machine's "
     "Maven Central mirror (only 0.14.0), so HoodieStreamer cannot run beside Hudi 1.1.1; "
@@ -80,6 +84,12 @@ def run(
         report.add(
             *bench_peers(stack, client, (2_000,) if smoke else scales, reps, say,
                          batches=2 if smoke else batches, warm_up=not smoke, **knobs)
+        )  # fmt: skip
+    if "warm" in only:
+        # Fresh run processes of their own, and the stack's lake server.
+        report.add(
+            *bench_warm_spark(stack, client, 50 if smoke else 2_000, 2 if smoke else 3,
+                              5 if smoke else 20, reps, say)
         )  # fmt: skip
     spark_users = ("incremental", "latency", "index", "empty", "refresh")
     own = spark is None and any(b in only for b in spark_users)
@@ -178,8 +188,10 @@ def main(argv: list[str] | None = None) -> int:
         state_dir=state, port_base=args.port_base, jars_dir=project.jars_dir
     )
     install(settings)
-    # Only the latency benchmark needs the whole stack; the others need the S3 server.
-    stack = LocalStack(settings, verbose=False, only=None if "latency" in only else ["s3"])
+    # Only the latency benchmark needs the whole stack; warm needs the lake server too, the
+    # others only the S3 server.
+    servers = ["s3", "lake_server"] if "warm" in only else ["s3"]
+    stack = LocalStack(settings, verbose=False, only=None if "latency" in only else servers)
     try:
         say(f"bench: S3 server up in {sum(stack.up().values()):.1f}s")
         report = run(

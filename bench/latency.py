@@ -178,7 +178,8 @@ class _Lane:
         lake: dict[str, Any] = {"table_prefix": f"lat/{slug}/cdc_events"}
         if profile.hudi_options:
             lake["hudi_options"] = dict(profile.hudi_options)
-        self.resources = local_resources(s, lake=lake, **pipeline)
+        # The benchmark's own session, already warm: the lake server is not in the figure.
+        self.resources = local_resources(s, lake=lake, spark="in_process", **pipeline)
         self.cdc = self.resources["cdc"]
         self.flush_ms: int = self.cdc.flush_interval_ms
         self.interval_s: float = (

@@ -36,6 +36,7 @@ def synthetic_lake(
             "order_items_prefix": f"synthetic/{lake.name}/order_items",
         },
         raw_prefix=lake.raw_prefix,
+        spark="in_process",  # the benchmark's own session, already up
     )
     return lake, resources
 

@@ -37,9 +37,9 @@ def _print_status(stack: LocalStack) -> bool:
         state = "healthy" if st["healthy"] else ("running, unhealthy" if st["pid"] else "stopped")
         rss = f"{st['rss_mb']:.0f} MiB" if st["rss_mb"] else "-"
         endpoint = stack.service(name).endpoint
-        print(f"  {name:<8} {state:<20} pid={st['pid'] or '-':<8} rss={rss:<9} {endpoint}")
+        print(f"  {name:<11} {state:<20} pid={st['pid'] or '-':<8} rss={rss:<9} {endpoint}")
     spark = desc["spark"]
-    print(f"  {'spark':<8} {'jars ready' if spark['ready'] else 'jars missing':<20} local[*]")
+    print(f"  {'spark':<11} {'jars ready' if spark['ready'] else 'jars missing':<20} local[*]")
     return bool(desc["healthy"])
 
 

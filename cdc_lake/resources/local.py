@@ -3,10 +3,16 @@
 Secrets are ``dg.EnvVar``s naming the variables of ``cdc_lake.stack.settings.local_secret_env``;
 their values come from the stack's credentials, in ``.env`` (``cdc-lake stack up``) or the calling
 process. ``local_connector_settings`` gives the connectors' settings these resources deploy.
+
+Where the Spark apps run is ``CDC_LAKE_LOCAL_SPARK`` (``local_spark_mode``): ``server`` (the
+default) sends them to the stack's lake server, whose session is warm; ``in_process`` builds a
+session in the run's own process, with its JVM start, as the tests of pure Spark code and the
+benchmarks do.
 """
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import dagster as dg
@@ -15,15 +21,39 @@ from dagster_pyspark import LazyPySparkResource
 
 from cdc_lake.resources.lake import LakeResource
 from cdc_lake.resources.source import PostgresResource
-from cdc_lake.resources.spark import LocalSparkLauncher
+from cdc_lake.resources.spark import LocalServerSparkLauncher, LocalSparkLauncher, SparkLauncher
 from cdc_lake.resources.streaming import (
     CdcPipelineResource,
     KafkaConnectResource,
     KafkaResource,
 )
+from cdc_lake.stack.lake_server import SERVICE as LAKE_SERVER
+from cdc_lake.stack.lake_server import token_path
 from cdc_lake.stack.settings import StackSettings
 from cdc_lake.stack.spark import spark_conf
 from cdc_lake.streaming.connect_config import CdcConnectorSettings
+
+# Where the local Spark apps run: the stack's lake server or the run's own process.
+LOCAL_SPARK_MODES = ("server", "in_process")  # the first is the default
+
+
+def local_spark_mode(mode: str | None = None) -> str:
+    """``mode``, else ``CDC_LAKE_LOCAL_SPARK``, else the default; one of ``LOCAL_SPARK_MODES``."""
+    mode = mode or os.environ.get("CDC_LAKE_LOCAL_SPARK", LOCAL_SPARK_MODES[0])
+    if mode not in LOCAL_SPARK_MODES:
+        choices = " or ".join(repr(m) for m in LOCAL_SPARK_MODES)
+        raise ValueError(f"CDC_LAKE_LOCAL_SPARK={mode!r} is not a mode; use {choices}")
+    return mode
+
+
+def local_spark_launcher(
+    s: StackSettings, mode: str, pyspark: LazyPySparkResource, s3: S3Resource
+) -> SparkLauncher:
+    if mode == "in_process":
+        return LocalSparkLauncher(pyspark=pyspark, s3=s3)
+    return LocalServerSparkLauncher(
+        host=s.host, port=s.port(LAKE_SERVER), token_file=str(token_path(s))
+    )
 
 
 def local_postgres(s: StackSettings, database: str | None = None) -> PostgresResource:
@@ -59,10 +89,15 @@ def local_connector_settings(
 
 
 def local_resources(
-    settings: StackSettings | None = None, lake: dict[str, Any] | None = None, **pipeline: Any
+    settings: StackSettings | None = None,
+    lake: dict[str, Any] | None = None,
+    spark: str | None = None,
+    **pipeline: Any,
 ) -> dict[str, Any]:
-    """The local stack's resource set. Secrets are EnvVars; ``local_secret_env`` has values."""
+    """The local stack's resource set. Secrets are EnvVars; ``local_secret_env`` has values.
+    ``spark`` is one of ``LOCAL_SPARK_MODES``; None reads ``CDC_LAKE_LOCAL_SPARK``."""
     s = settings or StackSettings.from_env()
+    mode = local_spark_mode(spark)
     # Lazy: the JVM starts with the first Spark app, not with every run that could use one.
     pyspark = LazyPySparkResource(spark_config=spark_conf(s))
     s3 = S3Resource(
@@ -74,7 +109,7 @@ def local_resources(
     )
     return {
         "pyspark": pyspark,
-        "spark_jobs": LocalSparkLauncher(pyspark=pyspark, s3=s3),
+        "spark_jobs": local_spark_launcher(s, mode, pyspark, s3),
         "lake": LakeResource(**{"lake_bucket": s.lake_bucket, **(lake or {})}),
         "postgres": local_postgres(s, pipeline.pop("database", None)),
         "kafka": KafkaResource(bootstrap_servers=s.kafka_bootstrap),

@@ -24,6 +24,7 @@ DEFAULT_PORT_BASE = 15400
 
 # Offsets from the port base; the last two digits echo each server's usual port.
 PORT_OFFSETS = {
+    "lake_server": 2,  # as Spark Connect's 15002
     "postgres": 32,
     "s3": 80,
     "connect": 83,

@@ -141,7 +141,7 @@ class LocalStack:
             if str(e).startswith(f"{svc.name}:"):
                 raise
             raise StackError(f"{svc.name}: {e} Log: {svc.log}") from e
-        pid = spawn(argv, svc.log, pidfile, env=svc.env(), user=svc.run_as)
+        pid = spawn(argv, svc.log, pidfile, env=svc.env(), cwd=svc.cwd(), user=svc.run_as)
         self._say(f"{svc.name}: started (pid {pid}), waiting for health")
         try:
             self._wait_healthy(svc, pid, pidfile)

@@ -82,3 +82,13 @@ def test_latency_benchmark_measures_default_and_tuned(local_stack: LocalStack, s
         assert runs.value > 0 and "runs" in runs.note
     for q in ("p50", "p95"):
         assert latency[f"ratio default / tuned, {q}"].value > 0
+
+
+def test_warm_benchmark_runs_fresh_run_processes_both_ways(local_stack: LocalStack, secret_env):
+    report = run(local_stack, ["warm"], smoke=True, reps=1)
+    figures = {f.name: f for f in report.figures if f.benchmark == "warm"}
+    assert len(figures) == 5 and all(f.value > 0 for f in figures.values())
+    ratio = figures["run process: in process / server"]
+    in_process = figures["run process, Spark in process, 2 files x 5 changes, 50 orders"]
+    server = figures["run process, warm lake server, 2 files x 5 changes, 50 orders"]
+    assert ratio.value == in_process.value / server.value

@@ -1,6 +1,11 @@
-"""The Spark launchers on EMR: a step on a running cluster and an EMR Serverless job run.
+"""The Spark launchers: the local stack's lake server, and on EMR a step on a running cluster and
+an EMR Serverless job run.
 
-moto's server plays the EMR control planes and ``EmrSimulator`` runs what they were sent on
+The lake server runs the same refresh as Spark in the Dagster process, through a real
+``dg.materialize``, on its one warm JVM; a failing app fails the step with its own error; a
+server that is not there fails it with the fix.
+
+On EMR, moto's server plays the EMR control planes and ``EmrSimulator`` runs what they were sent on
 local Spark, from the code the resource uploaded, so the whole path is real but the cluster:
 packaging, upload, the exact step or job run, Pipes messages and logs through S3, polling to
 COMPLETED or FAILED, and the failure as a Dagster error.
@@ -23,8 +28,15 @@ from cdc_lake.defs.marts.assets import order_items
 from cdc_lake.lake.hudi import HUDI_CONF
 from cdc_lake.lake.ingest import read_table
 from cdc_lake.resources.local import local_resources
-from cdc_lake.resources.spark import EmrServerlessLauncher, EmrStepLauncher
+from cdc_lake.resources.spark import (
+    EmrServerlessLauncher,
+    EmrStepLauncher,
+    LocalServerSparkLauncher,
+    SparkLauncher,
+)
 from cdc_lake.stack import LocalStack
+from cdc_lake.stack.lake_server import token_path
+from cdc_lake.stack.services import LakeServer
 from cdc_lake.testing.synthetic import SyntheticLake, event
 from cdc_lake_tests.aws.conftest import REGION
 from cdc_lake_tests.aws.emr_sim import EmrSimulator
@@ -36,9 +48,12 @@ def _synthetic(local_stack: LocalStack) -> SyntheticLake:
     return SyntheticLake(client, s.raw_bucket, s.lake_bucket)
 
 
-def _resources(local_stack: LocalStack, syn: SyntheticLake, spark_jobs: Any) -> dict[str, Any]:
+def _resources(
+    local_stack: LocalStack, syn: SyntheticLake, spark_jobs: Any, spark: str | None = None
+) -> dict[str, Any]:
     resources = local_resources(
         local_stack.settings,
+        spark=spark,
         lake={
             "table_prefix": f"synthetic/{syn.name}/cdc_events",
             "order_items_prefix": f"synthetic/{syn.name}/order_items",
@@ -46,7 +61,107 @@ def _resources(local_stack: LocalStack, syn: SyntheticLake, spark_jobs: Any) -> 
         },
         raw_prefix=syn.raw_prefix,
     )
-    return {**resources, "spark_jobs": spark_jobs}
+    return {**resources, "spark_jobs": spark_jobs or resources["spark_jobs"]}
+
+
+# What differs between two refreshes of the same data into two tables: when, and how long.
+VARIES = ("commit_instant", "commit_time", "seconds")
+
+
+def _metadata(result: dg.ExecuteInProcessResult, name: str) -> dict[str, Any]:
+    """Every materialization's metadata and every check's outcome, with the lake's own name
+    (in its paths and raw keys) replaced, and without the keys that must differ."""
+    out: dict[str, Any] = {}
+    for e in result.get_asset_materialization_events():
+        m = e.materialization
+        for k, v in m.metadata.items():
+            if not k.endswith(VARIES):
+                out[f"{m.asset_key.to_user_string()} {k}"] = repr(v.value).replace(name, "LAKE")
+    for c in result.get_asset_check_evaluations():
+        meta = {k: repr(v.value).replace(name, "LAKE") for k, v in c.metadata.items()}
+        out[f"check {c.check_name}"] = (c.passed, meta)
+    return out
+
+
+def _table(spark: Any, resources: dict[str, Any]) -> list[tuple]:
+    rows = read_table(spark, resources["lake"].table_path).drop(
+        "_hoodie_commit_time", "_hoodie_commit_seqno", "_hoodie_file_name"
+    )
+    return sorted(tuple(r) for r in rows.collect())
+
+
+def test_the_lake_server_refreshes_as_spark_in_process_does_on_one_warm_jvm(
+    local_stack: LocalStack, secret_env, spark
+):
+    server = local_stack.service("lake_server")
+    assert isinstance(server, LakeServer)
+    before = server.health()
+    batches = [
+        [event(1, 100, 1), event(2, 100, 2), event(1, 200, 3, shipped_date=10010)],
+        [event(3, 150, 4), event(2, 300, 5, op="d", deleted=True)],
+    ]
+    results, tables = {}, {}
+    for mode in ("server", "in_process"):
+        syn = _synthetic(local_stack)
+        for partition, batch in enumerate(batches):
+            syn.put(batch, partition=partition)
+        resources = _resources(local_stack, syn, None, spark=mode)
+        expected = LocalServerSparkLauncher if mode == "server" else SparkLauncher
+        assert isinstance(resources["spark_jobs"], expected)
+        result = dg.materialize([cdc_events_hudi, order_items], resources=resources)
+        assert result.success
+        results[mode], tables[mode] = _metadata(result, syn.name), _table(spark, resources)
+        if mode == "server":
+            # A second refresh, with new data, on the same server.
+            syn.put([event(4, 400, 6), event(3, 410, 7, shipped_date=10020)], partition=1)
+            again = dg.materialize([cdc_events_hudi, order_items], resources=resources)
+            assert again.success
+            table = read_table(spark, resources["lake"].table_path)
+            assert {r["order_id"] for r in table.select("order_id").collect()} == {1, 3, 4}
+    assert len(results["server"]) > 20
+    assert results["server"] == results["in_process"]
+    assert tables["server"] and tables["server"] == tables["in_process"]
+    # The four apps ran in the JVM that was up before them: no JVM started for a run.
+    after = server.health()
+    assert (after["pid"], after["jvm_pid"]) == (before["pid"], before["jvm_pid"])
+    assert after["runs"] == before["runs"] + 4
+
+
+def test_a_failing_app_fails_the_step_with_its_error(local_stack: LocalStack, secret_env):
+    syn = _synthetic(local_stack)
+    syn.put([event(1, 100, 1), "{this is not json"])
+    resources = _resources(local_stack, syn, None, spark="server")
+    result = dg.materialize([cdc_events_hudi], resources=resources, raise_on_error=False)
+    assert not result.success
+    failure = result.get_step_failure_events()[0].step_failure_data
+    assert failure.error is not None
+    message = failure.error.message
+    assert "the upsert app failed on the lake server" in message
+    assert "1 malformed line(s) in the raw files; nothing was committed" in message
+    assert failure.user_failure_data is not None
+    trace = failure.user_failure_data.metadata["traceback"].value
+    assert "Traceback" in str(trace) and "run_upsert" in str(trace)
+    # The server goes on serving.
+    server = local_stack.service("lake_server")
+    assert isinstance(server, LakeServer) and server.healthy()
+
+
+def test_without_the_lake_server_the_step_says_to_start_the_stack(
+    local_stack: LocalStack, secret_env
+):
+    s = local_stack.settings
+    syn = _synthetic(local_stack)
+    syn.put([event(1, 100, 1)])
+    nowhere = LocalServerSparkLauncher(
+        port=s.port("lake_server") + 1, token_file=str(token_path(s))
+    )
+    resources = _resources(local_stack, syn, nowhere)
+    result = dg.materialize([cdc_events_hudi], resources=resources, raise_on_error=False)
+    assert not result.success
+    failure = result.get_step_failure_events()[0].step_failure_data
+    assert failure.error is not None
+    assert "the upsert app could not run" in failure.error.message
+    assert "`cdc-lake stack up`" in failure.error.message
 
 
 def _cluster(moto_endpoint: str, log_bucket: str) -> str:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from cdc_lake.stack import LocalStack
 from cdc_lake.stack.process import SERVER_ENV, pid_alive, port_in_use
+from cdc_lake.stack.services import LakeServer
 from cdc_lake.stack.settings import PORT_OFFSETS
 from cdc_lake_tests.conftest import TEST_PORT_BASE, make_settings, processes_using
 
@@ -22,6 +23,10 @@ def test_up_is_idempotent_down_leaves_nothing_and_data_survives():
         first = {name: st.pid for name, st in stack.status().items()}
         assert all(first.values()), first
         assert stack.healthy()
+        lake_server = stack.service("lake_server")
+        assert isinstance(lake_server, LakeServer)
+        spark_jvm = lake_server.health()["jvm_pid"]
+        assert pid_alive(spark_jvm)
 
         stack.up()  # a second up starts nothing new
         assert {name: st.pid for name, st in stack.status().items()} == first
@@ -29,8 +34,8 @@ def test_up_is_idempotent_down_leaves_nothing_and_data_survives():
         s3 = stack.service("s3").client()  # type: ignore[attr-defined]
         s3.put_object(Bucket=settings.lake_bucket, Key="persist/check.txt", Body=b"still here")
 
-        assert sorted(stack.down()) == ["connect", "kafka", "postgres", "s3"]
-        assert not any(pid_alive(pid) for pid in first.values() if pid)
+        assert sorted(stack.down()) == ["connect", "kafka", "lake_server", "postgres", "s3"]
+        assert not any(pid_alive(pid) for pid in [*first.values(), spark_jvm] if pid)
         assert processes_using(settings.state_dir) == []
         for name in PORT_OFFSETS:
             assert not port_in_use(settings.host, settings.port(name)), name

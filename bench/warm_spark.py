@@ -1,0 +1,115 @@
+"""``warm``: what the lake server saves a run. One lake refresh (the Hudi asset with its checks,
+then the order items, as ``lake_refresh`` runs them) of ``files`` new raw files, each in a fresh
+Python process as a Dagster run is, with Spark in that process (``in_process``: its JVM starts
+and Hudi's classes load) and on the stack's warm lake server (``server``), alternately, on one
+synthetic table of ``orders`` orders. Figures: the medians of the run process's wall time (from
+its start to its exit) and of ``dg.materialize`` alone, per mode, and their ratios.
+
+    python -m bench --only warm --reps 3
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+from bench.harness import Figure, median
+from cdc_lake.stack import LocalStack
+from cdc_lake.stack.settings import local_secret_env
+from cdc_lake.testing.synthetic import SyntheticLake, event
+
+MODES = ("in_process", "server")
+
+
+def _child(name: str, mode: str) -> None:
+    """One refresh in this (fresh) process; prints the materialization's seconds as JSON."""
+    import dagster as dg
+
+    from bench.refresh_lake import ASSETS, new_commit
+    from cdc_lake.resources.local import local_resources
+
+    t0 = time.monotonic()
+    resources = local_resources(
+        lake={
+            "table_prefix": f"synthetic/{name}/cdc_events",
+            "order_items_prefix": f"synthetic/{name}/order_items",
+        },
+        raw_prefix=f"synthetic/{name}/",
+        spark=mode,
+    )
+    result = dg.materialize(ASSETS, resources=resources, instance=dg.DagsterInstance.ephemeral())
+    assert result.success and new_commit(result)
+    print(json.dumps({"materialize_s": time.monotonic() - t0}))
+
+
+def _run(stack: LocalStack, name: str, mode: str) -> tuple[float, float]:
+    s = stack.settings
+    env = {
+        **os.environ,
+        **local_secret_env(s),
+        "CDC_LAKE_STATE_DIR": str(s.state_dir),
+        "CDC_LAKE_PORT_BASE": str(s.port_base),
+        "CDC_LAKE_JARS_DIR": str(s.jars_dir),
+    }
+    t0 = time.monotonic()
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench.warm_spark", name, mode],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    wall = time.monotonic() - t0
+    if proc.returncode != 0:
+        raise RuntimeError(f"warm: the {mode} run failed:\n{proc.stderr[-3000:]}")
+    return wall, json.loads(proc.stdout.splitlines()[-1])["materialize_s"]
+
+
+def bench_warm_spark(
+    stack: LocalStack,
+    client: Any,
+    orders: int,
+    files: int,
+    events_per_file: int,
+    reps: int,
+    say: Callable[[str], None],
+) -> list[Figure]:
+    s = stack.settings
+    lake = SyntheticLake(client, s.raw_bucket, s.lake_bucket, name=f"warm-{os.getpid()}")
+    per_file = max(1, orders // 10)
+    for start in range(0, orders, per_file):
+        lake.put([event(i, 100, i + 1) for i in range(start, min(orders, start + per_file))])
+    say(f"warm: building a table of {orders:,} orders")
+    _run(stack, lake.name, "server")
+    clock = 1_000
+    times: dict[str, list[tuple[float, float]]] = {m: [] for m in MODES}
+    for rep in range(reps):
+        for mode in MODES if rep % 2 == 0 else MODES[::-1]:
+            for f in range(files):
+                batch = [event((clock + i * 7) % orders, clock + i, clock + i)
+                         for i in range(events_per_file)]  # fmt: skip
+                clock += events_per_file
+                lake.put(batch, partition=f % 2)
+            wall, mat = _run(stack, lake.name, mode)
+            times[mode].append((wall, mat))
+            say(f"warm: {mode:<10} run {wall:6.1f}s (materialize {mat:6.1f}s)")
+    wall = {m: median([w for w, _ in times[m]]) for m in MODES}
+    mat = {m: median([t for _, t in times[m]]) for m in MODES}
+    work = f"{files} files x {events_per_file} changes, {orders:,} orders"
+    return [
+        Figure("warm", f"run process, Spark in process, {work}", wall["in_process"], "s", ""),
+        Figure("warm", f"run process, warm lake server, {work}", wall["server"], "s", ""),
+        Figure("warm", "materialize, Spark in process", mat["in_process"], "s", ""),
+        Figure("warm", "materialize, warm lake server", mat["server"], "s", ""),
+        Figure("warm", "run process: in process / server", wall["in_process"] / wall["server"],
+               "x", "", "what the lake server saves a run"),
+    ]  # fmt: skip
+
+
+if __name__ == "__main__":
+    _child(sys.argv[1], sys.argv[2])

@@ -1,0 +1,59 @@
+"""The session stack's lake server as a process: private token, no secret in its arguments or
+environment, loopback only, and no answer without the token."""
+
+from __future__ import annotations
+
+import stat
+from pathlib import Path
+
+import pytest
+
+from cdc_lake.stack import LocalStack
+from cdc_lake.stack.lake_server import LakeServerError, request, token_path
+from cdc_lake.stack.services import LakeServer
+from cdc_lake_tests.stack.test_spark import (
+    LOOPBACK,
+    all_cmdlines,
+    listening_sockets,
+    stack_secrets,
+)
+
+
+def _server(local_stack: LocalStack) -> LakeServer:
+    svc = local_stack.service("lake_server")
+    assert isinstance(svc, LakeServer)
+    return svc
+
+
+def test_the_lake_server_holds_no_secret_in_its_arguments_or_environment(local_stack: LocalStack):
+    s = local_stack.settings
+    health = _server(local_stack).health()
+    pid, jvm = health["pid"], health["jvm_pid"]
+    assert pid == local_stack.pidfile(_server(local_stack)).read()
+    secrets = stack_secrets(local_stack)
+    token = token_path(s).read_text().strip()
+    cmdlines = all_cmdlines()
+    assert "cdc_lake.stack.lake_server" in cmdlines[pid]
+    assert "org.apache.spark.deploy.SparkSubmit" in cmdlines[jvm]
+    for proc in (pid, jvm):
+        environ = Path(f"/proc/{proc}/environ").read_bytes().decode(errors="replace")
+        for where, text in ((f"{proc} argv", cmdlines[proc]), (f"{proc} environ", environ)):
+            found = [n for n, v in {**secrets, "token": token}.items() if v in text]
+            assert found == [], where
+    assert stat.S_IMODE(token_path(s).stat().st_mode) == 0o600
+    # The server and its JVM listen on loopback only.
+    sockets = listening_sockets(pid) + listening_sockets(jvm)
+    assert (s.host, s.port("lake_server")) in sockets
+    assert [a for a in sockets if a[0] not in LOOPBACK] == []
+
+
+def test_the_lake_server_answers_only_with_its_token(local_stack: LocalStack, tmp_path: Path):
+    s = local_stack.settings
+    wrong = tmp_path / "token"
+    wrong.write_text("not-the-token\n")
+    port = s.port("lake_server")
+    with pytest.raises(LakeServerError, match="answered 401"):
+        request(s.host, port, wrong, "GET", "/health", timeout_s=5)
+    with pytest.raises(LakeServerError, match="answered 401"):
+        request(s.host, port, wrong, "POST", "/run", {"app": "upsert", "params": {}}, 5)
+    assert request(s.host, port, token_path(s), "GET", "/health", timeout_s=5)["jvm_pid"]
