@@ -4,6 +4,7 @@
     python -m bench --only sensor        # one of them
     python -m bench --only scale --scales 100000,1000000 --reps 2
     python -m bench --only peers --scales 100000,1000000 --reps 3 --batches 10
+    python -m bench --only connect-iceberg  # Iceberg's Kafka Connect sink against cdc-lake
     python -m bench --smoke              # tiny sizes: keeps the harness working (the tests)
 
 The stack gets its own state directory and port base (``--port-base``, default 17400), so it
@@ -20,6 +21,7 @@ import tempfile
 from pathlib import Path
 
 from bench.benchmarks import bench_incremental, bench_sensor
+from bench.connect_iceberg import bench_connect_iceberg
 from bench.empty_run import bench_empty_run
 from bench.harness import Report, say, write_outputs
 from bench.index_cost import bench_index
@@ -28,12 +30,17 @@ from bench.peers import bench_peers
 from bench.refresh_cost import bench_refresh_cost
 from bench.scale import bench_scale
 from cdc_lake.stack import LocalStack, StackSettings
-from cdc_lake.stack.install import install
+from cdc_lake.stack.install import install, install_optional
 from cdc_lake.stack.services import S3Proxy
 from cdc_lake.stack.settings import project_root
 from cdc_lake.stack.spark import build_spark_session
 
-BENCHMARKS = ("sensor", "incremental", "latency", "scale", "peers", "index", "empty", "refresh")
+BENCHMARKS = (
+    "sensor", "incremental", "latency", "scale", "peers", "index", "empty", "refresh",
+    "connect-iceberg",
+)  # fmt: skip
+# The benchmarks that need the whole stack (the others need only the S3 server).
+WHOLE_STACK = ("latency", "connect-iceberg")
 NOT_YET = {
     "upsert-vs-hoodiestreamer": "hudi-utilities 1.x is not downloadable from this machine's "
     "Maven Central mirror (only 0.14.0), so HoodieStreamer cannot run beside Hudi 1.1.1; "
@@ -74,6 +81,10 @@ def run(
             *bench_peers(stack, client, (2_000,) if smoke else scales, reps, say,
                          batches=2 if smoke else batches, warm_up=not smoke, **knobs)
         )  # fmt: skip
+    if "connect-iceberg" in only:
+        # In a worker process too: its session loads Iceberg's Spark runtime beside Hudi.
+        changes = 10 if smoke else 240
+        report.add(*bench_connect_iceberg(stack, say, changes=changes, rate=2.0))
     spark_users = ("incremental", "latency", "index", "empty", "refresh")
     own = spark is None and any(b in only for b in spark_users)
     if own:
@@ -149,8 +160,10 @@ def main(argv: list[str] | None = None) -> int:
         state_dir=state, port_base=args.port_base, jars_dir=project.jars_dir
     )
     install(settings)
-    # Only the latency benchmark needs the whole stack; the others need the S3 server.
-    stack = LocalStack(settings, verbose=False, only=None if "latency" in only else ["s3"])
+    if "connect-iceberg" in only:  # before Connect starts: a worker loads plugins when it starts
+        install_optional(settings, "iceberg-connect")
+    whole = any(b in only for b in WHOLE_STACK)
+    stack = LocalStack(settings, verbose=False, only=None if whole else ["s3"])
     try:
         say(f"bench: S3 server up in {sum(stack.up().values()):.1f}s")
         report = run(
