@@ -165,7 +165,8 @@ def main(argv: list[str] | None = None) -> int:
     whole = any(b in only for b in WHOLE_STACK)
     stack = LocalStack(settings, verbose=False, only=None if whole else ["s3"])
     try:
-        say(f"bench: S3 server up in {sum(stack.up().values()):.1f}s")
+        what = "stack" if whole else "S3 server"
+        say(f"bench: {what} up in {sum(stack.up().values()):.1f}s")
         report = run(
             stack,
             only,
