@@ -4,7 +4,9 @@ same topic. It asserts what the run measured, not numbers written here: both sid
 same changes; the sink's ConfigDef has no CDC setting; Hudi ends equal to the source; the sink's
 append-only table holds more rows than the source, deleted orders and stale rows, its latest
 change per key (ordering.py's rule, applied by a reader) equals the source, and the last change
-per key as delivered (an upsert sink's rule) does not. No timing is asserted.
+per key as delivered (an upsert sink's rule) does not. No timing is asserted. Measured: 408 s
+of call time (plus 73 s of stack start) at load average ~14; a Connect worker started before
+``plugins/iceberg`` was installed is restarted once, which adds about a minute.
 """
 
 from __future__ import annotations
