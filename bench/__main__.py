@@ -8,6 +8,7 @@
     python -m bench --only latency --tuned-flush-ms 2000 --tuned-sensor-s 5 \
         --latency-variant hoodie.metadata.index.column.stats.enable=false
     python -m bench --only warm --reps 3  # a fresh run process: Spark in it vs the lake server
+    python -m bench --only connect-iceberg  # Iceberg's Kafka Connect sink against cdc-lake
     python -m bench --smoke              # tiny sizes: keeps the harness working (the tests)
 
 The stack gets its own state directory and port base (``--port-base``, default 17400), so it
@@ -24,6 +25,7 @@ import tempfile
 from pathlib import Path
 
 from bench.benchmarks import bench_incremental, bench_sensor
+from bench.connect_iceberg import bench_connect_iceberg
 from bench.empty_run import bench_empty_run
 from bench.harness import Report, say, write_outputs
 from bench.index_cost import bench_index
@@ -33,14 +35,17 @@ from bench.refresh_cost import bench_refresh_cost
 from bench.scale import bench_scale
 from bench.warm_spark import bench_warm_spark
 from cdc_lake.stack import LocalStack, StackSettings
-from cdc_lake.stack.install import install
+from cdc_lake.stack.install import install, install_optional
 from cdc_lake.stack.services import S3Proxy
 from cdc_lake.stack.settings import project_root
 from cdc_lake.stack.spark import build_spark_session
 
 BENCHMARKS = (
     "sensor", "incremental", "latency", "scale", "peers", "index", "empty", "refresh", "warm",
+    "connect-iceberg",
 )  # fmt: skip
+# The benchmarks that need the whole stack (the others need only the S3 server).
+WHOLE_STACK = ("latency", "connect-iceberg")
 NOT_YET = {
     "upsert-vs-hoodiestreamer": "hudi-utilities 1.x is not downloadable from this machine's "
     "Maven Central mirror (only 0.14.0), so HoodieStreamer cannot run beside Hudi 1.1.1; "
@@ -91,6 +96,10 @@ def run(
             *bench_warm_spark(stack, client, 50 if smoke else 2_000, 2 if smoke else 3,
                               5 if smoke else 20, reps, say)
         )  # fmt: skip
+    if "connect-iceberg" in only:
+        # In a worker process too: its session loads Iceberg's Spark runtime beside Hudi.
+        changes = 10 if smoke else 240
+        report.add(*bench_connect_iceberg(stack, say, changes=changes, rate=2.0))
     spark_users = ("incremental", "latency", "index", "empty", "refresh")
     own = spark is None and any(b in only for b in spark_users)
     if own:
@@ -188,12 +197,16 @@ def main(argv: list[str] | None = None) -> int:
         state_dir=state, port_base=args.port_base, jars_dir=project.jars_dir
     )
     install(settings)
-    # Only the latency benchmark needs the whole stack; warm needs the lake server too, the
+    if "connect-iceberg" in only:  # before Connect starts: a worker loads plugins when it starts
+        install_optional(settings, "iceberg-connect")
+    # Latency and connect-iceberg need the whole stack; warm needs the lake server too, the
     # others only the S3 server.
     servers = ["s3", "lake_server"] if "warm" in only else ["s3"]
-    stack = LocalStack(settings, verbose=False, only=None if "latency" in only else servers)
+    whole = any(b in only for b in WHOLE_STACK)
+    stack = LocalStack(settings, verbose=False, only=None if whole else servers)
     try:
-        say(f"bench: S3 server up in {sum(stack.up().values()):.1f}s")
+        what = "stack" if whole else "S3 server"
+        say(f"bench: {what} up in {sum(stack.up().values()):.1f}s")
         report = run(
             stack,
             only,

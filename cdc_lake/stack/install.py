@@ -11,6 +11,12 @@
 
 A second install with unchanged poms and sources does nothing: a stamp of their content is kept
 beside the jars.
+
+Optional classpaths (``OPTIONAL``) are not part of it: each is a module in a Maven profile of
+the same name, resolved by ``install_optional`` only for what needs it, into its own directory
+with its own stamp. ``iceberg-connect`` is Apache Iceberg's Kafka Connect sink (about 80 MB,
+``plugins/iceberg``), which the ``connect-iceberg`` benchmark installs; a Connect worker started
+after that loads it like the other plugins, and nothing else uses it.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ import re
 import shutil
 import subprocess
 import time
+from pathlib import Path
 
 from cdc_lake.stack.process import StackError
 from cdc_lake.stack.services import postgres_bindir, require_java
@@ -29,6 +36,8 @@ from cdc_lake.stack.settings import StackSettings, maven_dir, project_root
 CLASSPATHS = (
     "kafka", "connect", "s3proxy", "spark", "peers", "plugins/debezium", "plugins/s3sink",
 )  # fmt: skip
+# Optional classpaths: Maven profile and module name -> classpath directory.
+OPTIONAL = {"iceberg-connect": "plugins/iceberg"}
 _DOWNLOADED = re.compile(r"Downloaded from \S+: (\S+) \(([\d.]+) (B|kB|MB|GB)")
 _BUILDING = re.compile(r"Building (.+?) \S+\s+\[(\d+)/(\d+)\]")
 _UNIT = {"B": 1 / 1e6, "kB": 1 / 1e3, "MB": 1.0, "GB": 1e3}
@@ -76,15 +85,25 @@ def ensure_system_packages(browser: bool = False) -> None:
         _apt_install(["chromium"], "Chromium (for the browser tests)")
 
 
-def _sources_digest() -> str:
+def _digest_of(roots: list[Path], skip: tuple[str, ...] = ()) -> str:
     h = hashlib.sha256()
-    roots = [maven_dir(), project_root() / "connectors" / "s3-sink"]
     for root in roots:
-        for path in sorted(root.rglob("*")):
-            if path.is_file() and "target" not in path.relative_to(root).parts:
-                h.update(str(path.relative_to(root)).encode())
+        for path in sorted(root.rglob("*") if root.is_dir() else [root]):
+            rel = path.relative_to(root) if root.is_dir() else Path(path.name)
+            if path.is_file() and "target" not in rel.parts and rel.parts[0] not in skip:
+                h.update(str(rel).encode())
                 h.update(path.read_bytes())
     return h.hexdigest()
+
+
+def _sources_digest() -> str:
+    # The optional modules are not the default install's sources.
+    roots = [maven_dir(), project_root() / "connectors" / "s3-sink"]
+    return _digest_of(roots, skip=tuple(OPTIONAL))
+
+
+def _optional_digest(name: str) -> str:
+    return _digest_of([maven_dir() / "pom.xml", maven_dir() / name])
 
 
 def jars_installed(settings: StackSettings) -> bool:
@@ -104,17 +123,52 @@ def resolve_jars(settings: StackSettings, maven_args: list[str] | None = None) -
         shutil.rmtree(jars / c, ignore_errors=True)
     jars.mkdir(parents=True, exist_ok=True)
     log = settings.logs_dir / "install-maven.log"
+    files, mb = _run_maven(
+        [*(maven_args or []), f"-Dcdc.jars.dir={jars}", "package", "dependency:copy-dependencies"],
+        log,
+        f"resolving jars from Maven Central into {jars}",
+    )
+    missing = [c for c in CLASSPATHS if not any(settings.classpath_dir(c).glob("*.jar"))]
+    if missing:
+        raise StackError(f"Maven finished but left no jars for {missing}; see {log}.")
+    (jars / ".installed").write_text(_sources_digest() + "\n")
+    _say(f"jars ready: {files} files downloaded ({mb:.1f} MB)")
+
+
+def optional_installed(settings: StackSettings, name: str) -> bool:
+    stamp = settings.jars_dir / f".installed-{name}"
+    return (
+        stamp.is_file()
+        and stamp.read_text().strip() == _optional_digest(name)
+        and any(settings.classpath_dir(OPTIONAL[name]).glob("*.jar"))
+    )
+
+
+def install_optional(settings: StackSettings, name: str) -> None:
+    """Resolve one optional classpath (``OPTIONAL``) into the jars directory, unless its jars
+    are there for the module as it is now."""
+    if optional_installed(settings, name):
+        return
+    if not shutil.which("mvn"):
+        raise StackError("Maven (`mvn`) is not on PATH. Fix: apt-get install -y maven.")
+    target = settings.classpath_dir(OPTIONAL[name])
+    shutil.rmtree(target, ignore_errors=True)
+    log = settings.logs_dir / f"install-maven-{name}.log"
+    argv = [f"-P{name}", "-pl", name, "-am", f"-Dcdc.jars.dir={settings.jars_dir}",
+            "dependency:copy-dependencies"]  # fmt: skip
+    files, mb = _run_maven(argv, log, f"resolving {name} from Maven Central into {target}")
+    if not any(target.glob("*.jar")):
+        raise StackError(f"Maven finished but left no jars in {target}; see {log}.")
+    (settings.jars_dir / f".installed-{name}").write_text(_optional_digest(name) + "\n")
+    _say(f"{name} ready: {files} files downloaded ({mb:.1f} MB)")
+
+
+def _run_maven(args: list[str], log: Path, what: str) -> tuple[int, float]:
+    """Run Maven in the poms' directory, its output to ``log``, with progress; returns the files
+    downloaded and their MB. A failure raises with Maven's first errors."""
     log.parent.mkdir(parents=True, exist_ok=True)
-    argv = [
-        "mvn",
-        "-B",
-        "-DskipTests",
-        *(maven_args or []),
-        f"-Dcdc.jars.dir={jars}",
-        "package",
-        "dependency:copy-dependencies",
-    ]
-    _say(f"resolving jars from Maven Central into {jars} (log: {log})")
+    argv = ["mvn", "-B", "-DskipTests", *args]
+    _say(f"{what} (log: {log})")
     files, mb, last_report = 0, 0.0, time.monotonic()
     with log.open("w") as out:
         proc = subprocess.Popen(
@@ -146,11 +200,7 @@ def resolve_jars(settings: StackSettings, maven_args: list[str] | None = None) -
             + f"\nFull log: {log}\nFix: check that Maven Central is reachable (proxy settings "
             "in ~/.m2/settings.xml), then rerun `cdc-lake stack install`."
         )
-    missing = [c for c in CLASSPATHS if not any(settings.classpath_dir(c).glob("*.jar"))]
-    if missing:
-        raise StackError(f"Maven finished but left no jars for {missing}; see {log}.")
-    (jars / ".installed").write_text(_sources_digest() + "\n")
-    _say(f"jars ready: {files} files downloaded ({mb:.1f} MB)")
+    return files, mb
 
 
 def install(settings: StackSettings, browser: bool = False) -> None:
