@@ -189,15 +189,10 @@ def _redeliver(conf: dict[str, Any], topic: str, live: set[int], n: int) -> list
 
 def _source_rows(conn: Any) -> dict[int, int]:
     """order_id -> the row hash of ``cdc_lake/lake/digest.py`` for every outbox row."""
-    # The digest's own canonical text and hash (its SQL helpers), per row instead of per bucket.
-    from cdc_lake.lake.digest import COLUMNS, HASH_HEX_DIGITS, _sql_field, _sql_text
+    # The digest's own canonical text and hash, per row instead of per bucket.
+    from cdc_lake.lake.digest import sql_row_hash
 
-    text = " || ".join(_sql_field(_sql_text(name, kind)) for name, kind in COLUMNS)
-    bits = HASH_HEX_DIGITS * 4
-    sql = (
-        f"SELECT order_id, ('x' || substr(md5(convert_to({text}, 'UTF8')), 1, "
-        f"{HASH_HEX_DIGITS}))::bit({bits})::bigint FROM datalake.cdc_events"
-    )
+    sql = f"SELECT order_id, {sql_row_hash()} FROM datalake.cdc_events"
     with conn.cursor() as cur:
         cur.execute(sql)
         return {int(o): int(h) for o, h in cur.fetchall()}

@@ -192,16 +192,22 @@ def _sql_field(text: str) -> str:
     return f"coalesce(length({text}) || ':' || {text}, '{NULL_FIELD}')"
 
 
+def sql_row_hash() -> str:
+    """The row hash as a PostgreSQL bigint expression over an outbox row's columns."""
+    text = "\n        || ".join(_sql_field(_sql_text(name, kind)) for name, kind in COLUMNS)
+    return (
+        f"('x' || substr(md5(convert_to(\n           {text},\n        'UTF8')), 1, "
+        f"{HASH_HEX_DIGITS}))::bit({HASH_HEX_DIGITS * 4})::bigint"
+    )
+
+
 def source_digest_sql(table: str = "datalake.cdc_events") -> str:
     """The digest query over ``table`` (columns as in the outbox); parameter ``buckets``."""
-    text = "\n        || ".join(_sql_field(_sql_text(name, kind)) for name, kind in COLUMNS)
     return f"""
 SELECT mod(mod(order_id, %(buckets)s) + %(buckets)s, %(buckets)s) AS bucket, count(*),
        sum(order_id::numeric), sum(order_id::numeric * order_id::numeric), sum(h::numeric)
 FROM (
-    SELECT order_id, ('x' || substr(md5(convert_to(
-           {text},
-        'UTF8')), 1, {HASH_HEX_DIGITS}))::bit({HASH_HEX_DIGITS * 4})::bigint AS h
+    SELECT order_id, {sql_row_hash()} AS h
     FROM {table}
 ) AS hashed
 GROUP BY 1

@@ -38,6 +38,8 @@ scan's commit and, if it was compared with a state kept from the feed, whether t
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -204,11 +206,11 @@ def usable(previous: dict[str, Any] | None) -> bool:
     )
 
 
-def commits_since(spark: SparkSession, base_path: str, instant: str) -> list[CommitInfo] | None:
-    """The completed commits after ``instant``, newest first; None if ``instant`` is not on the
-    active timeline (archived, rolled back, or another table's)."""
+def commits_since(newest_first: Iterator[CommitInfo], instant: str) -> list[CommitInfo] | None:
+    """The commits of ``newest_first`` (the rest of a newest-first timeline) before ``instant``;
+    None if ``instant`` is not among them (archived, rolled back, or another table's)."""
     newer = []
-    for commit in completed_commits(spark, base_path, newest_first=True):
+    for commit in newest_first:
         if commit.instant == instant:
             return newer
         newer.append(commit)
@@ -224,12 +226,14 @@ def evaluate(
 ) -> TableState | None:
     """The table's state at its newest commit (None for a table with no commit), the cheapest
     way that is safe; see the module docstring."""
-    newest = next(completed_commits(spark, table.base_path, newest_first=True), None)
+    # One walk of the timeline, newest first, as far back as the previous state's commit.
+    timeline = completed_commits(spark, table.base_path, newest_first=True)
+    newest = next(timeline, None)
     if newest is None:
         return None
     since = None
     if previous is not None and usable(previous):
-        since = commits_since(spark, table.base_path, previous["instant"])
+        since = commits_since(itertools.chain([newest], timeline), previous["instant"])
     if previous is not None and since == [] and not full_scan:
         return TableState({**previous, "mode": "carried"})
     can_follow = (
