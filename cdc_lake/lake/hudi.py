@@ -21,6 +21,9 @@ Semantics the options guarantee:
   image of every record it changed (Hudi CDC, ``cdc_lake/lake/changes.py``). ``change_feed_gap``
   tells whether the feed still covers every commit after a given one (archival and the cleaner
   remove old commits and their logs).
+- **Cost of a commit.** Base files in snappy, no column statistics in the metadata table (no
+  reader uses data skipping), the cleaner planned every ``clean_every_commits`` commits: none
+  changes what a reader sees (``python -m bench.commit_cost`` compares the tables' digests).
 - **Checkpoint.** The ingestion's progress (the last Kafka offset per topic partition, see
   ``cdc_lake/lake/checkpoint.py``) goes into the commit's extra metadata, so it is committed
   atomically with the data: a commit that fails leaves neither.
@@ -74,6 +77,16 @@ class HudiTableConfig:
     # checks and marts can follow the commits' changes instead of rescanning the table
     # (cdc_lake/lake/changes.py). Takes effect when the table is created.
     change_feed: bool = True
+    # Cost of a commit (docs/benchmarks.md, Tuning log; ``python -m bench.commit_cost``).
+    # Base files in snappy rather than Hudi's default GZIP: copy-on-write rewrites a file on
+    # every upsert that touches it, and snappy is cheaper to write and to read back.
+    compression_codec: str = "snappy"
+    # The metadata table's column statistics (partition stats follow them): only data skipping
+    # reads them, and no reader of this table turns it on. Kept up to date on every commit.
+    column_stats: bool = False
+    # Plan the cleaner every this many commits instead of after each: it keeps the same file
+    # versions (``hoodie.cleaner.commits.retained``), it only looks for them less often.
+    clean_every_commits: int = 10
     # Passed through as they are, e.g. Glue/Hive sync options in production.
     extra_options: dict[str, str] = field(default_factory=dict)
 
@@ -103,6 +116,9 @@ class HudiTableConfig:
             "hoodie.bulkinsert.shuffle.parallelism": p,
             "hoodie.datasource.write.hive_style_partitioning": "true",
             **timeline_server_options(self.embedded_timeline_server),
+            "hoodie.parquet.compression.codec": self.compression_codec,
+            "hoodie.metadata.index.column.stats.enable": str(self.column_stats).lower(),
+            "hoodie.clean.max.commits": str(self.clean_every_commits),
         }
         if self.partition_field:
             opts |= {

@@ -48,7 +48,7 @@ from cdc_lake.lake.hudi import (
 from cdc_lake.raw.objects import RawLayout, RawObject
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame, SparkSession
 
 
 # A longer raw line is a bad line, not parsed (``LakeResource.max_line_mb``). Past about 19 MB
@@ -174,33 +174,65 @@ def current_checkpoint(
     )
 
 
-def _progress(
-    fresh: DataFrame, objects: list[RawObject], checkpoint: C.Checkpoint
-) -> tuple[dict[int, C.PartitionProgress], int]:
-    """Per partition, the greatest offset read and the object holding it; and the offsets
-    missing between the checkpoint and that greatest offset."""
+@dataclass(frozen=True)
+class _Batch:
+    """What one pass over the batch's lines tells (``_summarize``)."""
+
+    lines: int  # every line read, fresh or not
+    fresh: int  # past the checkpoint
+    bad: int  # fresh and bad
+    good: int  # fresh and good: the events read
+    snapshot_ts_ms: int | None  # a completed snapshot's time (``S.completed_snapshot_ts``)
+    progress: dict[int, C.PartitionProgress]
+    gaps: int
+
+
+def _summarize(
+    parsed: DataFrame, is_fresh: Column, objects: list[RawObject], checkpoint: C.Checkpoint
+) -> _Batch:
+    """The batch's counts, snapshot end, and per partition the greatest offset read and the
+    object holding it, plus the offsets missing between the checkpoint and that offset: one
+    Spark job over the (cached) lines instead of one per figure."""
+    fresh = F.coalesce(is_fresh, F.lit(False))
+    good = fresh & F.col("error").isNull()
     # Among objects holding the same greatest offset, the earliest: listing resumes there.
     newest = F.struct(F.col("kafka_offset"), -F.col("start"), F.col("source_key"))
     rows = (
-        fresh.withColumn("start", F.regexp_extract("source_key", T.KEY_POSITION, 2).cast("long"))
+        parsed.withColumn("start", F.regexp_extract("source_key", T.KEY_POSITION, 2).cast("long"))
         .groupBy("kafka_partition")
         .agg(
-            F.max(newest).alias("newest"),
-            F.min("kafka_offset").alias("low"),
-            F.count_distinct("kafka_offset").alias("n"),
+            F.count(F.lit(1)).alias("lines"),
+            F.count_if(fresh).alias("fresh"),
+            F.count_if(fresh & F.col("error").isNotNull()).alias("bad"),
+            F.count_if(good).alias("good"),
+            F.max(F.when(good, S.snapshot_end_ts())).alias("snapshot_ts"),
+            F.max(F.when(fresh, newest)).alias("newest"),
+            F.min(F.when(fresh, F.col("kafka_offset"))).alias("low"),
+            F.count_distinct(F.when(fresh, F.col("kafka_offset"))).alias("n"),
         )
         .collect()
     )
     etags = {o.key: o.etag for o in objects}
     progress, gaps = {}, 0
     for r in rows:
+        if not r["fresh"]:
+            continue
         p, top = int(r["kafka_partition"]), r["newest"]
         progress[p] = C.PartitionProgress(
             int(top["kafka_offset"]), -int(top[1]), etags.get(top["source_key"], "")
         )
         gaps += int(top["kafka_offset"]) - int(r["low"]) + 1 - int(r["n"])
         gaps += int(r["low"]) - checkpoint.offset(p) - 1
-    return progress, gaps
+    snapshots = [int(r["snapshot_ts"]) for r in rows if r["snapshot_ts"] is not None]
+    return _Batch(
+        lines=sum(int(r["lines"]) for r in rows),
+        fresh=sum(int(r["fresh"]) for r in rows),
+        bad=sum(int(r["bad"]) for r in rows),
+        good=sum(int(r["good"]) for r in rows),
+        snapshot_ts_ms=max(snapshots) if snapshots else None,
+        progress=progress,
+        gaps=gaps,
+    )
 
 
 def ingest_new_files(
@@ -241,17 +273,20 @@ def ingest_new_files(
         )
         after = F.coalesce(F.try_element_at(done, F.col("kafka_partition")), F.lit(-1))
     parsed = positioned.cache()
-    fresh = parsed.where(F.col("kafka_offset") > after).cache()
+    is_fresh = F.col("kafka_offset") > after
+    fresh = parsed.where(is_fresh)
     latest: DataFrame | None = None
     absent: DataFrame | None = None
     try:
-        result.lines_skipped = parsed.count() - fresh.count()
-        progress, result.offset_gaps = _progress(fresh, objects, start)
+        batch = _summarize(parsed, is_fresh, objects, start)
+        result.lines_skipped = batch.lines - batch.fresh
+        result.offset_gaps = batch.gaps
+        progress = batch.progress
         if not progress:
             result.seconds = time.monotonic() - t0
             return result
         good, bad = T.split_valid(fresh)
-        n_bad = bad.count()
+        n_bad = batch.bad
         if n_bad:
             if quarantine_path is None:
                 raise MalformedRawFileError(malformed_message(n_bad, bad, source))
@@ -259,9 +294,9 @@ def ingest_new_files(
             bad.write.mode("append").json(target)
             result.quarantined, result.quarantine_path = n_bad, target
         rows = T.to_lake_rows(good)
-        result.events_read = rows.count()
+        result.events_read = batch.good
         latest = O.latest_per_key(rows)
-        result.snapshot_ts_ms = S.completed_snapshot_ts(good)
+        result.snapshot_ts_ms = batch.snapshot_ts_ms
         if result.snapshot_ts_ms is not None:
             rows_now = None
             if table_exists(spark, table.base_path):
@@ -282,7 +317,6 @@ def ingest_new_files(
             latest.unpersist()
         if absent is not None:
             absent.unpersist()
-        fresh.unpersist()
         parsed.unpersist()
     result.committed = latest_commit(spark, table.base_path)
     result.checkpoint = new_checkpoint.to_json()

@@ -46,20 +46,23 @@ from pyspark.sql import functions as F
 from cdc_lake.lake import ordering as O
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    from pyspark.sql import Column, DataFrame
 
 # Debezium's source.snapshot on a table snapshot's final record.
 SNAPSHOT_END = ("last", "last_in_data_collection")
 
 
+def snapshot_end_ts() -> Column:
+    """Per good event: its ``__source_ts_ms`` if it is a snapshot's last record, else null.
+    Its max over a batch is ``completed_snapshot_ts``."""
+    is_end = (F.col("__op") == "r") & F.col("__source_snapshot").isin(*SNAPSHOT_END)
+    return F.when(is_end, F.col("__source_ts_ms"))
+
+
 def completed_snapshot_ts(good: DataFrame) -> int | None:
     """The ``__source_ts_ms`` of the newest snapshot whose last record is among these good
     events (``split_valid``'s output), or None."""
-    row = (
-        good.where((F.col("__op") == "r") & F.col("__source_snapshot").isin(*SNAPSHOT_END))
-        .agg(F.max("__source_ts_ms").alias("ts"))
-        .first()
-    )
+    row = good.agg(F.max(snapshot_end_ts()).alias("ts")).first()
     return None if row is None or row["ts"] is None else int(row["ts"])
 
 

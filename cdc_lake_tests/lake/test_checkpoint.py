@@ -80,6 +80,24 @@ def test_a_recut_object_under_the_same_key_is_read_again_past_the_checkpoint(
     assert len(list(completed_commits(spark, lake.table().base_path))) == commits
 
 
+def test_one_pass_counts_skipped_lines_gaps_and_events(spark, lake: SyntheticLake):
+    lake.put([event(1, 100, 1, op="c"), event(2, 100, 2, op="c")], partition=0)  # offsets 0, 1
+    k1 = lake.put([event(3, 100, 3, op="c")], partition=1)  # offset 0
+    first = _ingest(spark, lake)
+    assert (first.lines_skipped, first.offset_gaps, first.events_read) == (0, 0, 3)
+    # Partition 0 resumes at 5 (2..4 missing) and goes on at 7 (6 missing); partition 1's
+    # object is rewritten with its line twice: read again, nothing past its checkpoint.
+    lake.put([event(1, 200, 4)], partition=0, start=5)
+    lake.put([event(2, 200, 5), "not json"], partition=0, start=7)
+    body = lake.client.get_object(Bucket=lake.raw_bucket, Key=k1)["Body"].read()
+    lake.client.put_object(Bucket=lake.raw_bucket, Key=k1, Body=body + body)
+    result = _ingest(spark, lake, quarantine_path=lake.quarantine_path)
+    assert (result.lines_skipped, result.offset_gaps) == (2, 4)
+    assert (result.events_read, result.quarantined) == (2, 1)
+    assert result.checkpoint["partitions"]["0"]["offset"] == 8
+    assert result.checkpoint["partitions"]["1"] == first.checkpoint["partitions"]["1"]
+
+
 def test_rewritten_duplicated_and_deleted_objects_change_nothing(spark, lake: SyntheticLake):
     k0 = lake.put([event(1, 100, 1, op="c"), event(2, 100, 2, op="c")])
     k1 = lake.put([event(3, 100, 3, op="c")])

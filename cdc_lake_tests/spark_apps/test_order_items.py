@@ -282,9 +282,10 @@ def test_a_delete_removes_the_lines_and_nothing_changed_commits_nothing(
 def test_full_rebuild_when_there_is_nothing_to_start_from(
     spark: SparkSession, lake: SyntheticLake, case: str
 ):
-    # "changes_cleaned": the cleaner keeps one commit's file versions, and archival three commits.
-    short = {"hoodie.cleaner.commits.retained": "1", "hoodie.keep.min.commits": "2",
-             "hoodie.keep.max.commits": "3"}  # fmt: skip
+    # "changes_cleaned": the cleaner runs after every commit (the default plans it every 10) and
+    # keeps one commit's file versions, and archival three commits.
+    short = {"hoodie.clean.max.commits": "1", "hoodie.cleaner.commits.retained": "1",
+             "hoodie.keep.min.commits": "2", "hoodie.keep.max.commits": "3"}  # fmt: skip
     table = lake.table(
         change_feed=case != "no_change_feed",
         extra_options=short if case == "changes_cleaned" else {},

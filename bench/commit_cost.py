@@ -1,0 +1,248 @@
+"""Commit cost: what one small Hudi commit costs, and the same commit with other options, paired.
+
+``python -m bench.commit_cost --port-base 19600 [--variant NAME:KEY=VALUE[,KEY=VALUE]] ...``
+starts an S3 server of its own, a warm local Spark session with its event log on, and one Hudi
+table per side (the defaults, then one per ``--variant``), each seeded with the same history
+(``--history`` events over history/5 orders, the scale benchmark's generator). Each round puts
+``--files`` new raw files of ``--changes`` updates each, then runs the upsert app's work on
+every table in a rotating order: ``ingest_new_files`` and the checks (``table_state.evaluate``
+from the previous round's state, as the lake asset does). Medians per side and their ratio to
+the defaults; the tables must end with the same live rows (digest), or the figure says so.
+
+The first table created in a run is slower in every round, whatever its options: pass a
+control (``--variant ctrl:``, the defaults again) and compare the variants with it.
+
+The Spark event log gives, per side, the Spark jobs and stages per commit and where their
+seconds go (by call site); what the jobs do not cover is driver-only work (timeline, markers,
+commit metadata, S3 calls). The time is wall clock, so read only the ratios within one run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from bench.scale import PARTITIONS, TOPIC, write_raw
+from cdc_lake.testing.synthetic import event
+
+
+def put_changes(
+    client: Any, bucket: str, prefix: str, offsets: dict[int, int], n_files: int, changes: int,
+    n_orders: int, round_no: int,
+) -> None:  # fmt: skip
+    """``n_files`` raw files of ``changes`` updates to existing orders, newer than any before;
+    one order in 20 moves to another ``order_year`` partition (its ``order_date``)."""
+    for f in range(n_files):
+        p = f % PARTITIONS
+        lines = []
+        for k in range(changes):
+            n = round_no * 10_000 + f * changes + k
+            order_id = ((n * 7919) % max(1, n_orders // PARTITIONS)) * PARTITIONS + p or p + 2
+            order_date = 9700 + 366 * (n % 2) if k % 20 == 0 else 9700
+            lines.append(json.dumps(event(order_id, ts=1_800_000_000_000 + n, lsn=10**9 + n,
+                                          order_date=order_date)))  # fmt: skip
+        key = f"{prefix}{TOPIC}/partition={p}/{TOPIC}+{p}+{offsets[p]:020d}.jsonl"
+        client.put_object(Bucket=bucket, Key=key, Body=("\n".join(lines) + "\n").encode())
+        offsets[p] += len(lines)
+
+
+def read_event_log(log_dir: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Jobs (start, end ms, call site) and stages (start, end ms, name, tasks) of the log."""
+    jobs: dict[int, dict[str, Any]] = {}
+    stages: dict[int, dict[str, Any]] = {}
+    for path in log_dir.iterdir():
+        for line in path.read_text().splitlines():
+            e = json.loads(line)
+            kind = e.get("Event")
+            if kind == "SparkListenerJobStart":
+                props = e.get("Properties") or {}
+                jobs[e["Job ID"]] = {"start": e["Submission Time"],
+                                     "site": props.get("callSite.short", "")}  # fmt: skip
+            elif kind == "SparkListenerJobEnd":
+                jobs[e["Job ID"]]["end"] = e["Completion Time"]
+            elif kind == "SparkListenerStageCompleted":
+                info = e["Stage Info"]
+                if "Submission Time" in info and "Completion Time" in info:
+                    stages[info["Stage ID"]] = {
+                        "start": info["Submission Time"], "end": info["Completion Time"],
+                        "name": info["Stage Name"], "tasks": info["Number of Tasks"],
+                    }  # fmt: skip
+    return [j for j in jobs.values() if "end" in j], list(stages.values())
+
+
+def _union_ms(intervals: list[tuple[int, int]]) -> int:
+    total, cur_s, cur_e = 0, None, None
+    for s, e in sorted(intervals):
+        if cur_e is None or s > cur_e:
+            if cur_e is not None and cur_s is not None:
+                total += cur_e - cur_s
+            cur_s, cur_e = s, e
+        else:
+            cur_e = max(cur_e, e)
+    if cur_e is not None and cur_s is not None:
+        total += cur_e - cur_s
+    return total
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m bench.commit_cost", description=__doc__)
+    ap.add_argument("--port-base", type=int, required=True)
+    ap.add_argument("--history", type=int, default=10_000)
+    ap.add_argument("--files", type=int, default=3)
+    ap.add_argument("--changes", type=int, default=20)
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--variant", action="append", default=[],
+                    metavar="NAME:KEY=VALUE[,KEY=VALUE]")  # fmt: skip
+    ap.add_argument("--spark", action="append", default=[], metavar="KEY=VALUE",
+                    help="Spark session settings for every side")  # fmt: skip
+    ap.add_argument(
+        "--table",
+        action="append",
+        default=[],
+        metavar="NAME:FIELD=INT",
+        help="a HudiTableConfig field of one variant (e.g. parallelism)",
+    )
+    ap.add_argument("--hudi-log", default="", help="log level for org.apache.hudi (e.g. INFO)")
+    ap.add_argument("--json", default="")
+    args = ap.parse_args(argv)
+
+    from cdc_lake.lake.hudi import HudiTableConfig
+    from cdc_lake.lake.ingest import RawSource, ingest_new_files
+    from cdc_lake.lake.table_state import evaluate
+    from cdc_lake.stack import LocalStack, StackSettings
+    from cdc_lake.stack.install import install
+    from cdc_lake.stack.spark import build_spark_session
+
+    def say(msg: str) -> None:
+        print(msg, file=sys.stderr, flush=True)
+
+    state = Path(tempfile.mkdtemp(prefix="cdc-lake-commit-"))
+    log_dir = state / "events"
+    log_dir.mkdir()
+    project = StackSettings.from_env()
+    settings = StackSettings.from_env(
+        state_dir=state, port_base=args.port_base, jars_dir=project.jars_dir
+    )
+    install(settings)
+    stack = LocalStack(settings, verbose=False, only=["s3"])
+    stack.up()
+    try:
+        spark = build_spark_session(settings, app_name="cdc-lake-commit-cost", extra={
+            "spark.eventLog.enabled": "true", "spark.eventLog.dir": log_dir.as_uri(),
+            **dict(kv.split("=", 1) for kv in args.spark),
+        })  # fmt: skip
+        if args.hudi_log:
+            jvm: Any = spark.sparkContext._jvm
+            level = jvm.org.apache.logging.log4j.Level.toLevel(args.hudi_log)
+            jvm.org.apache.logging.log4j.core.config.Configurator.setLevel("org.apache.hudi", level)
+        client = stack.service("s3").client()  # type: ignore[attr-defined]
+        prefix = f"bench-commit/{uuid.uuid4().hex[:6]}/"
+        _, offsets = write_raw(client, settings.raw_bucket, prefix, args.history, say)
+        source = RawSource(settings.raw_bucket, prefix, TOPIC)
+        sides: dict[str, dict[str, str]] = {"default": {}}
+        for v in args.variant:
+            name, _, kvs = v.partition(":")
+            sides[name] = dict(kv.split("=", 1) for kv in kvs.split(",") if kv)
+        fields: dict[str, dict[str, Any]] = defaultdict(dict)
+        for t in args.table:
+            name, _, kv = t.partition(":")
+            k, v = kv.split("=", 1)
+            fields[name][k] = int(v)
+            sides.setdefault(name, {})
+        base = f"s3a://{settings.lake_bucket}/{prefix}"
+        tables = {
+            name: HudiTableConfig(base_path=f"{base}{name}", extra_options=opts, **fields[name])
+            for name, opts in sides.items()
+        }
+        states: dict[str, Any] = {}
+        for name, table in tables.items():
+            res = ingest_new_files(spark, client, source, table)
+            st = evaluate(spark, table, None)
+            assert st is not None
+            states[name] = st.digest
+            say(f"{name}: history of {res.events_read:,} events in {res.seconds:.1f}s")
+        marks: dict[str, list[tuple[int, int, float, float]]] = defaultdict(list)
+        names = list(tables)
+        for r in range(args.rounds):
+            put_changes(client, settings.raw_bucket, prefix, offsets, args.files, args.changes,
+                        args.history // 5, r)  # fmt: skip
+            order = names[r % len(names) :] + names[: r % len(names)]
+            for name in order:
+                table = tables[name]
+                t0 = time.time()
+                res = ingest_new_files(spark, client, source, table)
+                t1 = time.time()
+                st = evaluate(spark, table, states[name])
+                t2 = time.time()
+                assert st is not None and res.committed is not None
+                states[name] = st.digest
+                marks[name].append((int(t0 * 1000), int(t2 * 1000), t1 - t0, t2 - t1))
+                say(f"round {r + 1}: {name}: ingest {t1 - t0:.2f}s checks {t2 - t1:.2f}s "
+                    f"({res.events_upserted} upserted, checks {st.mode})")  # fmt: skip
+        spark.stop()
+    finally:
+        stack.down()
+    jobs, stages = read_event_log(log_dir)
+    shutil.rmtree(state, ignore_errors=True)
+    out: dict[str, Any] = {"sides": {}}
+    ref = states["default"]
+    base_ingest = statistics.median(m[2] for m in marks["default"])
+    base_run = statistics.median(m[2] + m[3] for m in marks["default"])
+    for name in names:
+        per_round = []
+        by_site: dict[str, list[float]] = defaultdict(list)
+        for start, end, _, _ in marks[name]:
+            js = [j for j in jobs if start <= j["start"] <= end]
+            ss = [s for s in stages if start <= s["start"] <= end]
+            busy = _union_ms([(j["start"], j["end"]) for j in js])
+            per_round.append({"jobs": len(js), "stages": len(ss),
+                              "tasks": sum(s["tasks"] for s in ss),
+                              "job_s": busy / 1000, "wall_s": (end - start) / 1000})  # fmt: skip
+            site: dict[str, float] = defaultdict(float)
+            for s in ss:
+                site[s["name"]] += (s["end"] - s["start"]) / 1000
+            for k, v in site.items():
+                by_site[k].append(v)
+        start, end, _, _ = marks[name][-1]
+        timeline = [
+            (round((j["start"] - start) / 1000, 2), round((j["end"] - j["start"]) / 1000, 2),
+             j["site"])
+            for j in sorted(jobs, key=lambda j: j["start"]) if start <= j["start"] <= end
+        ]  # fmt: skip
+        ingest = statistics.median(m[2] for m in marks[name])
+        run = statistics.median(m[2] + m[3] for m in marks[name])
+        same = (states[name]["digest"], states[name]["rows"]) == (ref["digest"], ref["rows"])
+        out["sides"][name] = {
+            "options": sides[name], "fields": fields.get(name, {}),
+            "ingest_s": ingest, "checks_s": statistics.median(m[3] for m in marks[name]),
+            "run_s": run, "ingest_ratio": ingest / base_ingest, "run_ratio": run / base_run,
+            "same_rows": same, "last_round_jobs": timeline,
+            "jobs_per_run": statistics.median(p["jobs"] for p in per_round),
+            "stages_per_run": statistics.median(p["stages"] for p in per_round),
+            "tasks_per_run": statistics.median(p["tasks"] for p in per_round),
+            "job_s_per_run": statistics.median(p["job_s"] for p in per_round),
+            "top_stages": sorted(((k, statistics.median(v), len(v)) for k, v in by_site.items()),
+                                 key=lambda x: -x[1])[:25],
+        }  # fmt: skip
+        s = out["sides"][name]
+        say(f"{name}: ingest {ingest:.2f}s ({s['ingest_ratio']:.2f}x) run {run:.2f}s "
+            f"({s['run_ratio']:.2f}x), {s['jobs_per_run']} jobs, {s['stages_per_run']} stages, "
+            f"{s['tasks_per_run']} tasks, in jobs {s['job_s_per_run']:.2f}s, "
+            f"{'same rows' if same else 'ROWS DIFFER'}")  # fmt: skip
+    if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json).write_text(json.dumps(out, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
