@@ -7,6 +7,7 @@
     python -m bench --only latency       # default vs tuned settings, in one run
     python -m bench --only latency --tuned-flush-ms 2000 --tuned-sensor-s 5 \
         --latency-variant hoodie.metadata.index.column.stats.enable=false
+    python -m bench --only refresh --reps 2 --table-type COPY_ON_WRITE --table-type MERGE_ON_READ
     python -m bench --only warm --reps 3  # a fresh run process: Spark in it vs the lake server
     python -m bench --only connect-iceberg  # Iceberg's Kafka Connect sink against cdc-lake
     python -m bench --smoke              # tiny sizes: keeps the harness working (the tests)
@@ -34,6 +35,7 @@ from bench.peers import bench_peers
 from bench.refresh_cost import bench_refresh_cost
 from bench.scale import bench_scale
 from bench.warm_spark import bench_warm_spark
+from cdc_lake.lake.hudi import HudiTableConfig
 from cdc_lake.stack import LocalStack, StackSettings
 from cdc_lake.stack.install import install, install_optional
 from cdc_lake.stack.services import S3Proxy
@@ -67,6 +69,7 @@ def run(
     latency_duration_s: float = 180,
     latency_rate: float = 2.0,
     latency_rounds: int = 2,
+    table_types: tuple[str, ...] = (HudiTableConfig.table_type,),
 ) -> Report:
     s = stack.settings
     s3 = stack.service("s3")
@@ -128,7 +131,15 @@ def run(
             small, big = (50, 500) if smoke else (2_000, 200_000)
             report.add(
                 *bench_refresh_cost(
-                    stack, client, small, big, 2 if smoke else 10, 5 if smoke else 20, reps, say
+                    stack,
+                    client,
+                    small,
+                    big,
+                    2 if smoke else 10,
+                    5 if smoke else 20,
+                    reps,
+                    say,
+                    table_types,
                 )
             )
         if "latency" in only:
@@ -163,6 +174,12 @@ def main(argv: list[str] | None = None) -> int:
         default=[],
         metavar="KEY=VALUE",
         help="scale: also time the upsert with this Hudi option (paired with the default)",
+    )
+    parser.add_argument(
+        "--table-type",
+        action="append",
+        choices=("COPY_ON_WRITE", "MERGE_ON_READ"),
+        help="refresh: the lake's table type; give it twice to time both (default: the lake's)",
     )
     parser.add_argument(
         "--latency-duration", type=float, default=180, help="latency: workload seconds per profile"
@@ -229,6 +246,7 @@ def main(argv: list[str] | None = None) -> int:
             latency_duration_s=args.latency_duration,
             latency_rate=args.latency_rate,
             latency_rounds=args.latency_rounds,
+            table_types=tuple(args.table_type or (HudiTableConfig.table_type,)),
         )
     finally:
         stack.down()

@@ -9,6 +9,11 @@ local resources: small (A) and big (B) alternately. The figure is B/A, the goal 
 should cost what its new work costs, not what the table holds. Both sides run in one process
 whose Spark session is already up (a fresh run process adds its JVM start to both). No timing
 is asserted anywhere.
+
+With several table types (``--table-type``, COPY_ON_WRITE by default), each gets its own pair
+of tables, timed one type after the other; compare each type's ratio. Per step (the Hudi asset
+and its checks, the order items), the median seconds are reported too, and a MERGE_ON_READ run
+that compacted (every ``compaction_delta_commits`` delta commits) is named in the progress.
 """
 
 from __future__ import annotations
@@ -19,18 +24,21 @@ from collections.abc import Callable
 from typing import Any
 
 import dagster as dg
+from pyspark.sql import SparkSession
 
 from bench.harness import Figure, median, paired
 from bench.refresh_lake import ASSETS, new_commit, synthetic_lake
+from cdc_lake.defs.keys import HUDI_KEY
+from cdc_lake.lake.hudi import HudiTableConfig, completed_commits
 from cdc_lake.stack import LocalStack
 from cdc_lake.stack.settings import local_secret_env
 from cdc_lake.testing.synthetic import event
 
 
-def _lake(stack: LocalStack, client: Any, orders: int, say: Callable[[str], None]):
-    lake, resources = synthetic_lake(stack, client, orders, "refresh")
+def _lake(stack: LocalStack, client: Any, orders: int, table_type: str, say: Callable[[str], None]):
+    lake, resources = synthetic_lake(stack, client, orders, "refresh", table_type=table_type)
     instance = dg.DagsterInstance.ephemeral()
-    say(f"refresh: building a table of {orders:,} orders")
+    say(f"refresh: building a {table_type} table of {orders:,} orders")
     result = dg.materialize(ASSETS, resources=resources, instance=instance)
     assert result.success
     return lake, resources, instance
@@ -45,11 +53,40 @@ def bench_refresh_cost(
     events_per_file: int,
     reps: int,
     say: Callable[[str], None],
+    table_types: tuple[str, ...] = (HudiTableConfig.table_type,),
 ) -> list[Figure]:
     os.environ.update(local_secret_env(stack.settings))
+    figures: list[Figure] = []
+    for table_type in table_types:
+        figures += _one_type(
+            stack, client, small, big, files, events_per_file, reps, say, table_type
+        )
+    return figures
+
+
+def _compactions(resources: dict[str, Any]) -> int:
+    spark = SparkSession.getActiveSession()
+    assert spark is not None
+    base_path = resources["lake"].table_config().base_path
+    return sum(c.action == "commit" for c in completed_commits(spark, base_path))
+
+
+def _one_type(
+    stack: LocalStack,
+    client: Any,
+    small: int,
+    big: int,
+    files: int,
+    events_per_file: int,
+    reps: int,
+    say: Callable[[str], None],
+    table_type: str,
+) -> list[Figure]:
     rng = random.Random(7)
-    sides = {n: _lake(stack, client, n, say) for n in (small, big)}
+    sides = {n: _lake(stack, client, n, table_type, say) for n in (small, big)}
     clock = {n: 1_000 for n in sides}
+    steps: dict[tuple[int, str], list[float]] = {}
+    mor = table_type == "MERGE_ON_READ"
 
     def refresh(orders: int) -> Callable[[], None]:
         lake, resources, instance = sides[orders]
@@ -64,18 +101,44 @@ def bench_refresh_cost(
                         event(order, clock[orders], clock[orders], deleted=rng.random() < 0.01)
                     )
                 lake.put(batch)
+            before = _compactions(resources) if mor else 0
             result = dg.materialize(ASSETS, resources=resources, instance=instance)
             assert result.success and new_commit(result)
+            for stat in instance.get_run_step_stats(result.run_id):
+                if stat.start_time is not None and stat.end_time is not None:
+                    took = stat.end_time - stat.start_time
+                    steps.setdefault((orders, stat.step_key), []).append(took)
+            hudi = next(
+                e.materialization.metadata
+                for e in result.get_asset_materialization_events()
+                if e.materialization.asset_key == HUDI_KEY
+            )
+            # The upsert alone (the step's rest is its checks and the step's overhead).
+            steps.setdefault((orders, "upsert (write only)"), []).append(
+                float(hudi["seconds"].value)  # type: ignore[arg-type]
+            )
+            if mor and _compactions(resources) > before:
+                say(f"  {orders:,} orders: this run compacted the table")
 
         return run
 
-    say(f"refresh: {files} new files of {events_per_file} changes, {small:,} (A) vs {big:,} (B)")
+    say(
+        f"refresh ({table_type}): {files} new files of {events_per_file} changes, "
+        f"{small:,} (A) vs {big:,} (B)"
+    )
     ta, tb = paired(refresh(small), refresh(big), reps, say)
     a, b = median(ta), median(tb)
     work = f"{files} files x {events_per_file} changes"
-    return [
-        Figure("refresh", f"whole refresh, {work}, {small:,} orders", a, "s", "",
+    # The default type's figures keep the names they had before there was a choice.
+    kind = "" if table_type == HudiTableConfig.table_type else f" {table_type}"
+    figures = [
+        Figure("refresh", f"whole refresh{kind}, {work}, {small:,} orders", a, "s", "",
                "Hudi + checks + order items"),
-        Figure("refresh", f"whole refresh, {work}, {big:,} orders", b, "s", ""),
-        Figure("refresh", f"ratio {big:,} / {small:,} orders", b / a, "x", "<= 1.2x"),
+        Figure("refresh", f"whole refresh{kind}, {work}, {big:,} orders", b, "s", ""),
+        Figure("refresh", f"ratio{kind} {big:,} / {small:,} orders", b / a, "x", "<= 1.2x"),
     ]  # fmt: skip
+    for (orders, step), took in sorted(steps.items()):
+        figures.append(
+            Figure("refresh", f"step {step}{kind}, {orders:,} orders", median(took), "s", "")
+        )
+    return figures

@@ -21,9 +21,10 @@ ASSETS = [cdc_events_hudi, order_items]
 
 
 def synthetic_lake(
-    stack: LocalStack, client: Any, orders: int, name: str
+    stack: LocalStack, client: Any, orders: int, name: str, **lake_settings: Any
 ) -> tuple[SyntheticLake, dict[str, Any]]:
-    """``orders`` orders (one insert each, in 10 raw files) and resources that refresh them."""
+    """``orders`` orders (one insert each, in 10 raw files) and resources that refresh them,
+    with these settings of the lake resource (e.g. ``table_type``) over the defaults."""
     s = stack.settings
     lake = SyntheticLake(client, s.raw_bucket, s.lake_bucket, name=f"{name}-{uuid.uuid4().hex[:6]}")
     per_file = max(1, orders // 10)
@@ -34,6 +35,7 @@ def synthetic_lake(
         lake={
             "table_prefix": f"synthetic/{lake.name}/cdc_events",
             "order_items_prefix": f"synthetic/{lake.name}/order_items",
+            **lake_settings,
         },
         raw_prefix=lake.raw_prefix,
         spark="in_process",  # the benchmark's own session, already up

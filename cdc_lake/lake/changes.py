@@ -22,6 +22,19 @@ image in its last commit (none if that commit deleted it): ``first_and_last``. I
 lake's columns with dates as days since 1970-01-01 and timestamps as microseconds; ``image_rows``
 gives them back as lake rows, typed as the table's.
 
+Table types (Hudi 1.1, verified by ``cdc_lake_tests/lake/test_changes.py`` and
+``test_table_state.py`` on both)
+    COPY_ON_WRITE: each commit writes its CDC log beside the file versions it rewrites, and
+    the query reads those logs only. MERGE_ON_READ: a delta commit appends to log files and
+    writes no CDC log; the query infers its changes, for each file group the commit appended
+    to, by loading that group's whole previous file slice (base file and earlier log files)
+    and merging the commit's log records into it (Hudi's ``LOG_FILE`` inference case), once
+    per delta commit in the range. Compactions change no data and are not in the feed. The
+    result is as exact as on COPY_ON_WRITE (the same ``i``/``u``/``d`` rows, changes that lost
+    logged as equal images), but its cost follows the size of the file groups touched, not
+    the records changed: changes spread over a table read all of it, as a rescan would. So
+    the checks and the order items follow the feed on COPY_ON_WRITE only.
+
 A table written without the change feed (one created before it was the default, or with
 ``change_feed`` off) has no CDC logs: callers fall back to
 reading the whole snapshot (``cdc_lake.lake.hudi.has_change_feed`` tells).

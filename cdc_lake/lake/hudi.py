@@ -195,8 +195,9 @@ def has_change_feed(spark: SparkSession, base_path: str) -> bool:
 
 def change_feed_gap(spark: SparkSession, base_path: str, after_instant: str) -> str | None:
     """Why the change feed may not hold every change after the commit ``after_instant``
-    (requested time), or None when it does: the table has no feed, is not COPY_ON_WRITE (the
-    only type the feed is verified on here), that commit has left the active timeline
+    (requested time), or None when it does: the table has no feed, is not COPY_ON_WRITE (a
+    MERGE_ON_READ feed is exact but costs a read of each file slice a delta commit touched:
+    "Table types" in ``cdc_lake/lake/changes.py``), that commit has left the active timeline
     (archived), or the cleaner has removed file versions, and with them change logs, of commits
     after it. Callers then read the snapshot instead."""
     if not has_change_feed(spark, base_path):
@@ -204,7 +205,10 @@ def change_feed_gap(spark: SparkSession, base_path: str, after_instant: str) -> 
     client = _meta_client(spark, base_path)
     table_type = str(client.getTableType().name())
     if table_type != "COPY_ON_WRITE":
-        return f"the table is {table_type}; the change feed is used on COPY_ON_WRITE only"
+        return (
+            f"the table is {table_type}: its change feed costs a read of the file slices it"
+            " touched, so the snapshot is read instead"
+        )
     timeline = client.getActiveTimeline()
     if not timeline.getCommitsTimeline().filterCompletedInstants().containsInstant(after_instant):
         return f"commit {after_instant} is no longer in the active timeline"

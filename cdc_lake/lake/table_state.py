@@ -12,13 +12,14 @@ Two ways to the same state
 
 Which one runs (``evaluate``)
     Incremental when the previous state is usable: it names a commit still on the active
-    timeline, the table has the change feed and is COPY_ON_WRITE (a MERGE_ON_READ table logs
-    its changes when it compacts, not at each commit), and fewer than ``full_scan_every``
-    commits were evaluated incrementally since the last full scan. Otherwise, or when asked
-    (``full_scan``), a full scan. A full scan that could also have gone incrementally computes
-    both and reports whether they agree (``incremental_matches_rescan``): the named check that a
-    schedule or any run can request (``full_scan`` in the lake asset's run config). With nothing
-    committed since the previous state, that state is the answer and nothing is read.
+    timeline, the table has the change feed and is COPY_ON_WRITE, and fewer than
+    ``full_scan_every`` commits were evaluated incrementally since the last full scan (a
+    MERGE_ON_READ table's feed is exact too, but reading it costs what a rescan costs: "Table
+    types" in ``cdc_lake/lake/changes.py``). Otherwise, or when asked (``full_scan``), a full
+    scan. A full scan that could also have gone incrementally computes both and reports whether
+    they agree (``incremental_matches_rescan``): the named check that a schedule or any run can
+    request (``full_scan`` in the lake asset's run config). With nothing committed since the
+    previous state, that state is the answer and nothing is read.
 
 What the incremental checks see
     ``order_id_unique``: an order written twice by one commit (two live after-images, e.g. a
@@ -239,6 +240,7 @@ def evaluate(
     can_follow = (
         previous is not None
         and since is not None
+        # MERGE_ON_READ: exact, but no cheaper than the rescan (cdc_lake/lake/changes.py).
         and table.table_type == "COPY_ON_WRITE"
         and has_change_feed(spark, table.base_path)
     )
