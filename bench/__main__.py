@@ -88,7 +88,7 @@ def run(
     if "peers" in only:
         # Like scale, in a worker process: its session loads the Delta and Iceberg jars.
         knobs = {k: v for k, v in (scale_knobs or {}).items()
-                 if k in ("driver_memory", "shuffle_partitions")}  # fmt: skip
+                 if k in ("driver_memory", "shuffle_partitions", "variant_options")}  # fmt: skip
         report.add(
             *bench_peers(stack, client, (2_000,) if smoke else scales, reps, say,
                          batches=2 if smoke else batches, warm_up=not smoke, **knobs)
@@ -173,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="scale: also time the upsert with this Hudi option (paired with the default)",
+        help="scale, peers: also time the upsert with this Hudi option (paired with the default)",
     )
     parser.add_argument(
         "--table-type",

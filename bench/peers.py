@@ -8,7 +8,9 @@ in key order, by four sides:
 - B: Delta Lake ``MERGE INTO`` of the latest change per key;
 - C: Iceberg ``MERGE INTO`` (format v2, copy-on-write, Hadoop catalog on s3a) with the same rule;
 - D: the plain-Parquet floor: the previous version and the batch, latest per key, written as a
-  new version (no index, no transactions, no history).
+  new version (no index, no transactions, no history);
+- A2, only with ``--variant KEY=VALUE``: A with those Hudi options set, a tuning step measured
+  against A in the same run.
 
 B, C and D read, parse and keep the latest change per key with the project's own code
 (``read_lines``, ``parse_raw_lines``, ``latest_per_key``), so the table format is what differs.
@@ -44,6 +46,7 @@ from bench.scale import EVENTS_PER_FILE, PARTITIONS, TOPIC, events_for, write_ra
 SIDES = ("A", "B", "C", "D")
 SIDE_NAMES = {
     "A": "cdc-lake upsert (Hudi)",
+    "A2": "cdc-lake upsert (Hudi) with the variant",
     "B": "Delta MERGE",
     "C": "Iceberg MERGE",
     "D": "Parquet floor",
@@ -89,6 +92,12 @@ def expected_state(n_events: int) -> dict[int, int]:
 
 def digest(state: dict[int, int]) -> int:
     return sum(o * DIGEST_SHIFT + lsn for o, lsn in state.items())
+
+
+def sides_of(cfg: dict[str, Any]) -> tuple[str, ...]:
+    """A B C D, and A2 after A when a variant of the Hudi options is asked for: the same upsert
+    with those options, alternated with the others, so its ratio to A is paired."""
+    return ("A", "A2", *SIDES[1:]) if cfg.get("variant_options") else SIDES
 
 
 def batches_of(objects: list[Any], n_batches: int) -> list[list[Any]]:
@@ -176,8 +185,9 @@ def worker(cfg: dict[str, Any]) -> dict[str, Any]:
             return self.target()
 
         def ingest(self, objects: list[Any]) -> None:
-            if self.name == "A":
-                table = HudiTableConfig(base_path=self.target())
+            if self.name in ("A", "A2"):
+                extra = cfg["variant_options"] if self.name == "A2" else {}
+                table = HudiTableConfig(base_path=self.target(), extra_options=extra)
                 ingest_new_files(spark, client, source, table, max_files=len(objects))
                 return
             latest = batch_latest(objects)
@@ -218,7 +228,7 @@ def worker(cfg: dict[str, Any]) -> dict[str, Any]:
             spark.catalog.dropTempView("peers_batch")
 
         def snapshot(self) -> DataFrame:
-            if self.name == "A":
+            if self.name in ("A", "A2"):
                 df = read_table(spark, self.target())
             elif self.name == "B":
                 df = spark.read.format("delta").load(self.target())
@@ -249,7 +259,8 @@ def worker(cfg: dict[str, Any]) -> dict[str, Any]:
         assert row is not None
         return {"rows": row["rows"], "digest": str(row["digest"]), "hash": str(row["hash"])}
 
-    out: dict[str, Any] = {s: {"t": [], "read": [], "extra": []} for s in SIDES}
+    sides = sides_of(cfg)
+    out: dict[str, Any] = {s: {"t": [], "read": [], "extra": []} for s in sides}
     out["batches"] = [len(b) for b in batches]
 
     def run_side(side: Side, rep: int) -> None:
@@ -274,13 +285,13 @@ def worker(cfg: dict[str, Any]) -> dict[str, Any]:
             flush=True,
         )
 
-    for name in SIDES if cfg["warm_up"] else ():  # JVM, each format's classes, S3 client
+    for name in sides if cfg["warm_up"] else ():  # JVM, each format's classes, S3 client
         try:
             Side(name, "warmup").ingest(main[:1])
         except Exception as e:
             out[name]["error"] = f"{type(e).__name__}: {str(e).splitlines()[0][:300]}"
     for rep in range(cfg["reps"]):
-        for name in SIDES:
+        for name in sides:
             if "error" in out[name]:
                 continue
             try:
@@ -302,9 +313,11 @@ def bench_peers(
     driver_memory: str = "2g",
     shuffle_partitions: int = 4,
     warm_up: bool = True,
+    variant_options: dict[str, str] | None = None,
 ) -> list[Figure]:
     """``warm_up``: each side first ingests one file into a throwaway table (off for the smoke
-    size, where it would double the time)."""
+    size, where it would double the time). ``variant_options``: Hudi options of one more side,
+    A2, cdc-lake's upsert with them set (a tuning step, paired with A in the same run)."""
     from cdc_lake.raw.objects import RawLayout
 
     s = stack.settings
@@ -330,8 +343,11 @@ def bench_peers(
             "driver_memory": driver_memory,
             "shuffle_partitions": shuffle_partitions,
             "warm_up": warm_up,
+            "variant_options": variant_options or {},
         }
-        say(f"peers: {n:,} events in {files} files, {reps} reps of A B C D ({batches} batches)")
+        sides = sides_of(cfg)
+        order = " ".join(sides)
+        say(f"peers: {n:,} events in {files} files, {reps} reps of {order} ({batches} batches)")
         proc = subprocess.run(
             [sys.executable, "-m", "bench.peers", "worker", json.dumps(cfg)],
             stdout=subprocess.PIPE,
@@ -345,14 +361,14 @@ def bench_peers(
             continue
         res = json.loads(proc.stdout.strip().splitlines()[-1])
         nan = float("nan")
-        ok = {x: "error" not in res[x] for x in SIDES}
-        t = {x: median(res[x]["t"]) if ok[x] else nan for x in SIDES}
+        ok = {x: "error" not in res[x] for x in sides}
+        t = {x: median(res[x]["t"]) if ok[x] else nan for x in sides}
         states = {x: res[x]["state"] for x in SIDES if ok[x]}
         want = {"rows": len(expected), "digest": str(digest(expected))}
         same = all(st == states.get("A") for st in states.values())
         right = all({k: st[k] for k in want} == want for st in states.values())
         note = (
-            "A = B = C = D = the generator's latest per key"
+            f"{' = '.join(sides)} = the generator's latest per key"
             if same and right and all(ok.values())
             else f"DIFFER or failed: expected {want}, got {states}"
         )
@@ -373,7 +389,17 @@ def bench_peers(
             Figure("peers", f"ratio A/C, {label}", t["A"] / t["C"], "x", goal_bc),
             Figure("peers", f"ratio A/D, {label}", t["A"] / t["D"], "x", "<= 1.5"),
         ]
-        for x in (x for x in SIDES if ok[x]):
+        if "A2" in sides:
+            knob = ", ".join(f"{k}={v}" for k, v in cfg["variant_options"].items())
+            figures += [
+                Figure("peers", f"{SIDE_NAMES['A2']}, {label}", t["A2"], "s", "", knob),
+                Figure("peers", f"ratio A2/A ({knob}), {label}", t["A2"] / t["A"], "x", "",
+                       "same run, alternated"),
+                Figure("peers", f"ratio A2/B, {label}", t["A2"] / t["B"], "x"),
+                Figure("peers", f"ratio A2/C, {label}", t["A2"] / t["C"], "x"),
+                Figure("peers", f"ratio A2/D, {label}", t["A2"] / t["D"], "x"),
+            ]  # fmt: skip
+        for x in (x for x in sides if ok[x]):
             r = res[x]
             figures += [
                 Figure("peers", f"table size, {SIDE_NAMES[x]}, {label}", r["bytes"] / 2**20,

@@ -13,7 +13,11 @@ from cdc_lake.stack import LocalStack
 
 
 def test_peers_end_equal_and_report_every_figure(local_stack: LocalStack):
-    report = run(local_stack, ["peers"], smoke=True, reps=1)
+    # A2: the same upsert with one Hudi option changed, alternated with the others.
+    variant = {"hoodie.table.cdc.enabled": "false"}
+    report = run(
+        local_stack, ["peers"], smoke=True, reps=1, scale_knobs={"variant_options": variant}
+    )
     figures = {f.name: f for f in report.figures if f.benchmark == "peers"}
     label = "2,000 events"
     assert not any(f.note.startswith("worker failed") for f in figures.values()), figures
@@ -23,7 +27,7 @@ def test_peers_end_equal_and_report_every_figure(local_stack: LocalStack):
     expected = expected_state(2_000)
     live = figures[f"live rows, {label}"]
     assert live.value == len(expected)
-    assert live.note == "A = B = C = D = the generator's latest per key", live.note
+    assert live.note == "A = A2 = B = C = D = the generator's latest per key", live.note
     orders = max(expected) if expected else 0
     assert 0 < len(expected) < orders  # some orders did end deleted
 
@@ -35,5 +39,7 @@ def test_peers_end_equal_and_report_every_figure(local_stack: LocalStack):
         assert size.value > 0 and size.note.endswith(" files")
         assert figures[f"read final snapshot, {side}, {label}"].value > 0
         assert any(n.startswith("one more batch") and side in n for n in figures), side
-    for ratio in ("A/B", "A/C", "A/D"):
+    for ratio in ("A/B", "A/C", "A/D", "A2/B", "A2/C", "A2/D"):
         assert figures[f"ratio {ratio}, {label}"].value > 0
+    paired = figures[f"ratio A2/A (hoodie.table.cdc.enabled=false), {label}"]
+    assert paired.value > 0 and paired.note == "same run, alternated"
