@@ -1,0 +1,36 @@
+"""The commit-cost profiler once at a tiny size, so it keeps working: two tables with the same
+options (the defaults and a control) take the same commits and end with the same live rows, and
+the Spark event log attributes each commit's jobs and stages. It runs in a process of its own
+(``python -m bench.commit_cost``): it needs a Spark session with its event log on, and stops it
+at the end. No timing is asserted.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from cdc_lake_tests.conftest import TEST_PORT_BASE
+
+
+def test_commit_cost_profiles_commits_and_pairs_sides(tmp_path: Path):
+    out = tmp_path / "commit.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench.commit_cost", "--port-base", str(TEST_PORT_BASE + 800),
+         "--history", "500", "--files", "1", "--changes", "5", "--rounds", "2",
+         "--variant", "ctrl:", "--json", str(out)],
+        capture_output=True, text=True, timeout=900,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    sides = json.loads(out.read_text())["sides"]
+    assert set(sides) == {"default", "ctrl"}
+    for name, side in sides.items():
+        assert side["same_rows"], name  # the control ended with the defaults' digest
+        assert side["jobs_per_run"] > 0 and side["stages_per_run"] > 0, name
+        assert side["ingest_s"] > 0 and side["checks_s"] > 0, name
+        assert side["last_round_jobs"] and side["top_stages"], name
+    assert sides["default"]["ingest_ratio"] == 1.0
+    # After the first round, the checks follow the change feed, as the lake asset's do.
+    assert "checks incremental" in proc.stderr
