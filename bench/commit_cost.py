@@ -31,28 +31,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from bench.scale import PARTITIONS, TOPIC, write_raw
-from cdc_lake.testing.synthetic import event
-
-
-def put_changes(
-    client: Any, bucket: str, prefix: str, offsets: dict[int, int], n_files: int, changes: int,
-    n_orders: int, round_no: int,
-) -> None:  # fmt: skip
-    """``n_files`` raw files of ``changes`` updates to existing orders, newer than any before;
-    one order in 20 moves to another ``order_year`` partition (its ``order_date``)."""
-    for f in range(n_files):
-        p = f % PARTITIONS
-        lines = []
-        for k in range(changes):
-            n = round_no * 10_000 + f * changes + k
-            order_id = ((n * 7919) % max(1, n_orders // PARTITIONS)) * PARTITIONS + p or p + 2
-            order_date = 9700 + 366 * (n % 2) if k % 20 == 0 else 9700
-            lines.append(json.dumps(event(order_id, ts=1_800_000_000_000 + n, lsn=10**9 + n,
-                                          order_date=order_date)))  # fmt: skip
-        key = f"{prefix}{TOPIC}/partition={p}/{TOPIC}+{p}+{offsets[p]:020d}.jsonl"
-        client.put_object(Bucket=bucket, Key=key, Body=("\n".join(lines) + "\n").encode())
-        offsets[p] += len(lines)
+from bench.scale import TOPIC, put_updates, write_raw
 
 
 def read_event_log(log_dir: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -173,8 +152,9 @@ def main(argv: list[str] | None = None) -> int:
         marks: dict[str, list[tuple[int, int, float, float]]] = defaultdict(list)
         names = list(tables)
         for r in range(args.rounds):
-            put_changes(client, settings.raw_bucket, prefix, offsets, args.files, args.changes,
-                        args.history // 5, r)  # fmt: skip
+            # One update in 20 moves its order to another partition, as users' can.
+            put_updates(client, settings.raw_bucket, prefix, offsets, args.files, args.changes,
+                        args.history // 5, r, stride=10_000, move_every=20)  # fmt: skip
             order = names[r % len(names) :] + names[: r % len(names)]
             for name in order:
                 table = tables[name]

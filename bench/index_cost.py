@@ -11,38 +11,19 @@ prefix, then ingests them into each table, alternating; medians over the rounds.
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import Callable
 from typing import Any
 
 from bench.harness import Figure, median
-from bench.scale import PARTITIONS, TOPIC, write_raw
+from bench.scale import TOPIC, put_updates, write_raw
 from cdc_lake.lake.hudi import HudiTableConfig
 from cdc_lake.lake.ingest import RawSource, ingest_new_files, read_table
-from cdc_lake.testing.synthetic import event
 
 INDEXES = ("GLOBAL_SIMPLE", "RECORD_INDEX")
 EVENTS_PER_NEW_FILE = 100
 HUDI_META = ("_hoodie_commit_time", "_hoodie_commit_seqno", "_hoodie_record_key",
              "_hoodie_partition_path", "_hoodie_file_name")  # fmt: skip
-
-
-def _put_updates(
-    client: Any, bucket: str, prefix: str, offsets: dict[int, int], n_files: int,
-    n_orders: int, round_no: int,
-) -> None:  # fmt: skip
-    for f in range(n_files):
-        p = f % PARTITIONS
-        lines = []
-        for k in range(EVENTS_PER_NEW_FILE):
-            n = round_no * 1_000_000 + f * EVENTS_PER_NEW_FILE + k
-            # An existing order of this partition, newer than every event of the history.
-            order_id = ((n * 7919) % max(1, n_orders // PARTITIONS)) * PARTITIONS + p or p + 2
-            lines.append(json.dumps(event(order_id, ts=1_800_000_000_000 + n, lsn=10**9 + n)))
-        key = f"{prefix}{TOPIC}/partition={p}/{TOPIC}+{p}+{offsets[p]:020d}.jsonl"
-        client.put_object(Bucket=bucket, Key=key, Body=("\n".join(lines) + "\n").encode())
-        offsets[p] += len(lines)
 
 
 def bench_index(
@@ -73,7 +54,8 @@ def bench_index(
     times: dict[tuple[int, str], list[float]] = {(h, n): [] for h in histories for n in INDEXES}
     for r in range(reps):
         for h, (prefix, offsets, tables) in setups.items():
-            _put_updates(client, raw_bucket, prefix, offsets, n_new, h // 5, r)
+            put_updates(client, raw_bucket, prefix, offsets, n_new, EVENTS_PER_NEW_FILE, h // 5, r,
+                        stride=1_000_000)  # fmt: skip
             for name, table in tables.items():
                 res = ingest_new_files(spark, client, RawSource(raw_bucket, prefix, TOPIC), table)
                 assert len(res.files) == n_new, (h, name, len(res.files))

@@ -82,6 +82,32 @@ def events_for(n_events: int, seed: int = 11):
         yield order_id % PARTITIONS, ev
 
 
+def put_updates(
+    client: Any, bucket: str, prefix: str, offsets: dict[int, int], n_files: int, changes: int,
+    n_orders: int, round_no: int, stride: int, move_every: int = 0,
+) -> None:  # fmt: skip
+    """``n_files`` more raw files after ``write_raw``'s, of ``changes`` updates each to existing
+    orders of the file's partition, newer than every event before them (round ``round_no``;
+    ``stride`` keeps the rounds' LSNs apart). With ``move_every``, one update in that many moves
+    its order to another ``order_year`` partition (its ``order_date``). ``offsets`` advances."""
+    from cdc_lake.testing.synthetic import event
+
+    for f in range(n_files):
+        p = f % PARTITIONS
+        lines = []
+        for k in range(changes):
+            n = round_no * stride + f * changes + k
+            order_id = ((n * 7919) % max(1, n_orders // PARTITIONS)) * PARTITIONS + p or p + 2
+            extra = {}
+            if move_every:
+                extra["order_date"] = 9700 + 366 * (n % 2) if k % move_every == 0 else 9700
+            ev = event(order_id, ts=1_800_000_000_000 + n, lsn=10**9 + n, **extra)
+            lines.append(json.dumps(ev))
+        key = f"{prefix}{TOPIC}/partition={p}/{TOPIC}+{p}+{offsets[p]:020d}.jsonl"
+        client.put_object(Bucket=bucket, Key=key, Body=("\n".join(lines) + "\n").encode())
+        offsets[p] += len(lines)
+
+
 def write_raw(
     client: Any, bucket: str, prefix: str, n_events: int, say: Callable[[str], None]
 ) -> tuple[int, dict[int, int]]:
