@@ -83,12 +83,13 @@ def run(
         # Each scale runs in a Spark driver of its own (a worker process).
         report.add(
             *bench_scale(stack, client, (2_000,) if smoke else scales, reps, say,
-                         **(scale_knobs or {}))
+                         **{k: v for k, v in (scale_knobs or {}).items() if k != "delta_cdf"})
         )  # fmt: skip
     if "peers" in only:
         # Like scale, in a worker process: its session loads the Delta and Iceberg jars.
         knobs = {k: v for k, v in (scale_knobs or {}).items()
-                 if k in ("driver_memory", "shuffle_partitions", "variant_options")}  # fmt: skip
+                 if k in ("driver_memory", "shuffle_partitions", "variant_options",
+                          "delta_cdf")}  # fmt: skip
         report.add(
             *bench_peers(stack, client, (2_000,) if smoke else scales, reps, say,
                          batches=2 if smoke else batches, warm_up=not smoke, **knobs)
@@ -176,6 +177,11 @@ def main(argv: list[str] | None = None) -> int:
         help="scale, peers: also time the upsert with this Hudi option (paired with the default)",
     )
     parser.add_argument(
+        "--delta-cdf",
+        action="store_true",
+        help="peers: also time Delta's MERGE with its change data feed on (side B2)",
+    )
+    parser.add_argument(
         "--table-type",
         action="append",
         choices=("COPY_ON_WRITE", "MERGE_ON_READ"),
@@ -236,6 +242,7 @@ def main(argv: list[str] | None = None) -> int:
                 "shuffle_partitions": args.shuffle_partitions,
                 "parallelism": args.hudi_parallelism,
                 "variant_options": dict(v.split("=", 1) for v in args.variant),
+                "delta_cdf": args.delta_cdf,
             },
             batches=args.batches,
             latency_profiles=default_profiles(

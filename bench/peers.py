@@ -48,10 +48,12 @@ SIDE_NAMES = {
     "A": "cdc-lake upsert (Hudi)",
     "A2": "cdc-lake upsert (Hudi) with the variant",
     "B": "Delta MERGE",
+    "B2": "Delta MERGE with change data feed",
     "C": "Iceberg MERGE",
     "D": "Parquet floor",
 }
 ICEBERG_CATALOG = "peers_iceberg"
+DELTA_CDF_DEFAULT = "spark.databricks.delta.properties.defaults.enableChangeDataFeed"
 EXTENSIONS = (
     "org.apache.spark.sql.hudi.HoodieSparkSessionExtension",
     "io.delta.sql.DeltaSparkSessionExtension",
@@ -95,9 +97,13 @@ def digest(state: dict[int, int]) -> int:
 
 
 def sides_of(cfg: dict[str, Any]) -> tuple[str, ...]:
-    """A B C D, and A2 after A when a variant of the Hudi options is asked for: the same upsert
-    with those options, alternated with the others, so its ratio to A is paired."""
-    return ("A", "A2", *SIDES[1:]) if cfg.get("variant_options") else SIDES
+    """A B C D; A2 after A when a variant of the Hudi options is asked for (the same upsert with
+    those options); B2 after B with ``delta_cdf`` (Delta's MERGE with its change data feed on,
+    the peer that, like A's default, logs what each commit changed). All alternate with the
+    others, so their ratios are paired."""
+    a = ("A", "A2") if cfg.get("variant_options") else ("A",)
+    b = ("B", "B2") if cfg.get("delta_cdf") else ("B",)
+    return (*a, *b, "C", "D")
 
 
 def batches_of(objects: list[Any], n_batches: int) -> list[list[Any]]:
@@ -202,16 +208,33 @@ def worker(cfg: dict[str, Any]) -> dict[str, Any]:
                 self.version += 1
                 return
             if self.version == 0:  # the table, empty, with the batch's schema
-                if self.name == "B":
-                    latest.limit(0).write.format("delta").partitionBy("order_year").save(
-                        self.target()
-                    )
+                if self.name in ("B", "B2"):
+                    # A path-based write takes no table properties: the session's default for
+                    # new tables, for this one only.
+                    spark.conf.set(DELTA_CDF_DEFAULT, str(self.name == "B2").lower())
+                    try:
+                        latest.limit(0).write.format("delta").partitionBy("order_year").save(
+                            self.target()
+                        )
+                    finally:
+                        spark.conf.unset(DELTA_CDF_DEFAULT)
+                    if self.name == "B2":
+                        jvm_: Any = spark.sparkContext._jvm
+                        detail = DataFrame(
+                            jvm_.io.delta.tables.DeltaTable.forPath(
+                                spark._jsparkSession, self.target()
+                            ).detail(),
+                            spark,
+                        ).first()
+                        props = dict(detail["properties"]) if detail else {}
+                        if props.get("delta.enableChangeDataFeed") != "true":
+                            raise RuntimeError(f"B2's change data feed is not on: {props}")
                 else:
                     latest.limit(0).writeTo(self.target()).using("iceberg").partitionedBy(
                         F.col("order_year")
                     ).tableProperty("format-version", "2").create()
             self.version += 1
-            if self.name == "B":
+            if self.name in ("B", "B2"):
                 # Path-based SQL on Delta needs DeltaCatalog as spark_catalog, which is Hudi's
                 # here: Delta's own MERGE builder (io.delta.tables), with the same rule.
                 jvm: Any = spark.sparkContext._jvm
@@ -230,7 +253,7 @@ def worker(cfg: dict[str, Any]) -> dict[str, Any]:
         def snapshot(self) -> DataFrame:
             if self.name in ("A", "A2"):
                 df = read_table(spark, self.target())
-            elif self.name == "B":
+            elif self.name in ("B", "B2"):
                 df = spark.read.format("delta").load(self.target())
             elif self.name == "C":
                 df = spark.table(self.target())
@@ -238,16 +261,20 @@ def worker(cfg: dict[str, Any]) -> dict[str, Any]:
                 df = spark.read.parquet(f"{self.target()}/v{self.version - 1}")
             return df.select(*COMPARED)
 
-    def size_of(side: Side) -> tuple[int, int]:
+    def size_of(side: Side) -> tuple[int, int, int]:
+        """Files and bytes of the table, and of those the bytes of its change log (Hudi's CDC
+        log files, ``*.cdc``; Delta's ``_change_data/``)."""
         prefix = side.location().split(f"{settings.lake_bucket}/", 1)[1] + "/"
         if side.name == "D":
             prefix += f"v{side.version - 1}/"
-        n, total = 0, 0
+        n, total, feed = 0, 0, 0
         pages = client.get_paginator("list_objects_v2")
         for page in pages.paginate(Bucket=settings.lake_bucket, Prefix=prefix):
             for obj in page.get("Contents", []):
                 n, total = n + 1, total + obj["Size"]
-        return n, total
+                if "/_change_data/" in obj["Key"] or obj["Key"].endswith(".cdc"):
+                    feed += obj["Size"]
+        return n, total, feed
 
     def fingerprint(df: DataFrame) -> dict[str, Any]:
         dec = "decimal(38,0)"
@@ -272,7 +299,7 @@ def worker(cfg: dict[str, Any]) -> dict[str, Any]:
         t0 = time.perf_counter()
         side.snapshot().write.format("noop").mode("overwrite").save()
         out[name]["read"].append(time.perf_counter() - t0)
-        out[name]["files"], out[name]["bytes"] = size_of(side)
+        out[name]["files"], out[name]["bytes"], out[name]["feed_bytes"] = size_of(side)
         t0 = time.perf_counter()
         side.ingest(extra)
         out[name]["extra"].append(time.perf_counter() - t0)
@@ -314,10 +341,12 @@ def bench_peers(
     shuffle_partitions: int = 4,
     warm_up: bool = True,
     variant_options: dict[str, str] | None = None,
+    delta_cdf: bool = False,
 ) -> list[Figure]:
     """``warm_up``: each side first ingests one file into a throwaway table (off for the smoke
     size, where it would double the time). ``variant_options``: Hudi options of one more side,
-    A2, cdc-lake's upsert with them set (a tuning step, paired with A in the same run)."""
+    A2, cdc-lake's upsert with them set (a tuning step, paired with A in the same run).
+    ``delta_cdf``: one more side, B2, Delta's MERGE with its change data feed on."""
     from cdc_lake.raw.objects import RawLayout
 
     s = stack.settings
@@ -344,6 +373,7 @@ def bench_peers(
             "shuffle_partitions": shuffle_partitions,
             "warm_up": warm_up,
             "variant_options": variant_options or {},
+            "delta_cdf": delta_cdf,
         }
         sides = sides_of(cfg)
         order = " ".join(sides)
@@ -363,7 +393,7 @@ def bench_peers(
         nan = float("nan")
         ok = {x: "error" not in res[x] for x in sides}
         t = {x: median(res[x]["t"]) if ok[x] else nan for x in sides}
-        states = {x: res[x]["state"] for x in SIDES if ok[x]}
+        states = {x: res[x]["state"] for x in sides if ok[x]}
         want = {"rows": len(expected), "digest": str(digest(expected))}
         same = all(st == states.get("A") for st in states.values())
         right = all({k: st[k] for k in want} == want for st in states.values())
@@ -381,7 +411,7 @@ def bench_peers(
         figures += [
             Figure("peers", f"{SIDE_NAMES[x]}, {label}", t[x], "s", "",
                    "" if ok[x] else res[x]["error"])
-            for x in "BCD"
+            for x in sides if x not in ("A", "A2")
         ]  # fmt: skip
         goal_bc = "<= 0.8 x min(B, C) at 1M"
         figures += [
@@ -389,6 +419,13 @@ def bench_peers(
             Figure("peers", f"ratio A/C, {label}", t["A"] / t["C"], "x", goal_bc),
             Figure("peers", f"ratio A/D, {label}", t["A"] / t["D"], "x", "<= 1.5"),
         ]
+        if "B2" in sides:
+            figures += [
+                Figure("peers", f"ratio A/B2, {label}", t["A"] / t["B2"], "x", "",
+                       "B2: Delta MERGE with its change data feed"),
+                Figure("peers", f"ratio B2/B, {label}", t["B2"] / t["B"], "x", "",
+                       "what Delta's change data feed costs its MERGE"),
+            ]  # fmt: skip
         if "A2" in sides:
             knob = ", ".join(f"{k}={v}" for k, v in cfg["variant_options"].items())
             figures += [
@@ -404,6 +441,8 @@ def bench_peers(
             figures += [
                 Figure("peers", f"table size, {SIDE_NAMES[x]}, {label}", r["bytes"] / 2**20,
                        "MiB", "", f"{r['files']} files"),
+                Figure("peers", f"change log size, {SIDE_NAMES[x]}, {label}",
+                       r["feed_bytes"] / 2**20, "MiB", "", "part of the table size"),
                 Figure("peers", f"read final snapshot, {SIDE_NAMES[x]}, {label}",
                        median(r["read"]), "s"),
                 Figure("peers", f"one more batch ({len(extra)} events), {SIDE_NAMES[x]}, "

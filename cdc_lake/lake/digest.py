@@ -56,6 +56,7 @@ content_sum]}}``, bucket as a decimal string.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -157,12 +158,20 @@ def spark_row_hash() -> Column:
 def spark_digest(live: DataFrame, buckets: int = BUCKETS) -> dict[str, Any]:
     """The digest of a DataFrame of live lake rows (deleted rows already filtered out): with
     ``order_id`` and either the ``DIGEST_COLUMNS`` or their hash as ``ROW_HASH``."""
+    return spark_digests(live, (), buckets)[()]
+
+
+def spark_digests(
+    rows: DataFrame, by: Sequence[str], buckets: int = BUCKETS
+) -> dict[tuple[Any, ...], dict[str, Any]]:
+    """One digest per value of the columns ``by`` (as a tuple, ``()`` for none), in one Spark
+    job: rows as for ``spark_digest``."""
     from pyspark.sql import functions as F
 
     oid = F.col("order_id").cast("decimal(38,0)")
-    row_hash = F.col(ROW_HASH) if ROW_HASH in live.columns else spark_row_hash()
-    rows = (
-        live.groupBy(F.pmod(F.col("order_id"), F.lit(buckets)).alias("bucket"))
+    row_hash = F.col(ROW_HASH) if ROW_HASH in rows.columns else spark_row_hash()
+    sums = (
+        rows.groupBy(*by, F.pmod(F.col("order_id"), F.lit(buckets)).alias("bucket"))
         .agg(
             F.count("*").alias("n"),
             F.sum(oid).alias("s"),
@@ -171,7 +180,14 @@ def spark_digest(live: DataFrame, buckets: int = BUCKETS) -> dict[str, Any]:
         )
         .collect()
     )
-    return _digest(buckets, [(r["bucket"], r["n"], r["s"], r["q"], r["c"]) for r in rows])
+    groups: dict[tuple[Any, ...], list[tuple[Any, Any, Any, Any, Any]]] = {}
+    for r in sums:
+        key = tuple(r[c] for c in by)
+        groups.setdefault(key, []).append((r["bucket"], r["n"], r["s"], r["q"], r["c"]))
+    out = {key: _digest(buckets, parts) for key, parts in groups.items()}
+    if not by:
+        out.setdefault((), _digest(buckets, []))
+    return out
 
 
 # PostgreSQL

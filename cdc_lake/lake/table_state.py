@@ -52,7 +52,9 @@ from cdc_lake.lake.digest import (
     VERSION,
     add_digests,
     compare_digests,
+    empty_digest,
     spark_digest,
+    spark_digests,
     spark_row_hash,
 )
 from cdc_lake.lake.hudi import CommitInfo, HudiTableConfig, completed_commits, has_change_feed
@@ -102,6 +104,11 @@ def _flagged() -> Any:
     return F.coalesce(F.col("is_deleted"), F.lit(False))
 
 
+def _hashed() -> list[Any]:
+    """An image's key, whether it is flagged as deleted, and its row hash."""
+    return [RECORD_KEY, _flagged().alias("_flagged"), spark_row_hash().alias(ROW_HASH)]
+
+
 def _with_commit(digest: dict[str, Any], commit: CommitInfo, **fields: Any) -> dict[str, Any]:
     return {**digest, "instant": commit.instant, "completed": commit.completed, **fields}
 
@@ -148,27 +155,20 @@ def incremental_state(
     try:
         span = first_and_last(changes)
         before, after = image_rows(span, "before"), image_rows(span, "after")
-        hashed_before = before.select(RECORD_KEY, "is_deleted", spark_row_hash().alias(ROW_HASH))
-        hashed_after = after.select(RECORD_KEY, "is_deleted", spark_row_hash().alias(ROW_HASH))
-        digest = add_digests(
-            previous,
-            plus=spark_digest(live_rows(hashed_after)),
-            minus=spark_digest(live_rows(hashed_before)),
+        # Both sides, live or flagged, in one job: their digests and their row counts.
+        images = before.select(F.lit(False).alias("_after"), *_hashed()).unionByName(
+            after.select(F.lit(True).alias("_after"), *_hashed())
         )
-        counts = (
-            span.agg(
-                F.count(F.col("before")).alias("before"),
-                F.count(F.col("after")).alias("after"),
-                F.count(F.when(F.coalesce(F.col("before.is_deleted"), F.lit(False)), 1)).alias(
-                    "before_flagged"
-                ),
-                F.count(F.when(F.coalesce(F.col("after.is_deleted"), F.lit(False)), 1)).alias(
-                    "after_flagged"
-                ),
-            )
-            .collect()[0]
-            .asDict()
-        )
+        sides = spark_digests(images, ("_after", "_flagged"))
+        empty = empty_digest()
+
+        def side(after: bool, flagged: bool) -> dict[str, Any]:
+            return sides.get((after, flagged), empty)
+
+        digest = add_digests(previous, plus=side(True, False), minus=side(False, False))
+        flagged_before, flagged_after = side(False, True)["rows"], side(True, True)["rows"]
+        rows_before = side(False, False)["rows"] + flagged_before
+        rows_after = side(True, False)["rows"] + flagged_after
         # Two after-images of one order in one commit: the commit left it twice in the table.
         dupes = (
             changes.where(F.col("after").isNotNull())
@@ -179,7 +179,7 @@ def incremental_state(
             .distinct()
         )
         n_dupes = dupes.count()
-        sample = [int(r[RECORD_KEY]) for r in dupes.limit(SAMPLE).collect()]
+        sample = [int(r[RECORD_KEY]) for r in dupes.limit(SAMPLE).collect()] if n_dupes else []
     finally:
         changes.unpersist()
     state = _with_commit(
@@ -187,10 +187,8 @@ def incremental_state(
         commit,
         mode="incremental",
         commits_since_full=int(previous.get("commits_since_full", 0)) + commits,
-        flagged_rows=int(previous["flagged_rows"])
-        + counts["after_flagged"]
-        - counts["before_flagged"],
-        table_rows=int(previous["table_rows"]) + counts["after"] - counts["before"],
+        flagged_rows=int(previous["flagged_rows"]) + flagged_after - flagged_before,
+        table_rows=int(previous["table_rows"]) + rows_after - rows_before,
         last_rescan=previous.get("last_rescan"),
     )
     return TableState(state, n_dupes, sample)

@@ -46,7 +46,10 @@ SENSOR_RESOURCES = ("s3", "cdc")
 
 @dg.sensor(
     job=lake_refresh_job,
-    minimum_interval_seconds=10,
+    # dagster-daemon's sensor loop runs every 5 s: a tick on each loop. A change then waits at
+    # most 5 s past its raw object for a tick (end-to-end latency, docs/benchmarks.md); an idle
+    # tick costs one delimiter listing plus one per partition.
+    minimum_interval_seconds=5,
     default_status=dg.DefaultSensorStatus.STOPPED,
 )
 def raw_cdc_files_sensor(
