@@ -2,9 +2,9 @@
 side; A2, the upsert with the change feed off; B2, Delta's MERGE with its change data feed on):
 Hudi, Delta MERGE, Iceberg MERGE and the Parquet floor end with the generator's latest change
 per key, and the report has every figure.
-No timing is asserted. Measured: 154 s of call time (189 s with the stack's start) with A2
-on an idle 2-core machine; 19 minutes at load average ~17 before A2. The worker's own Spark
-driver and each format's first write (no warm-up at this size) are most of it.
+No timing is asserted. Measured: 167 s with A2 and B2, the stack's start (20 s) included,
+on an idle 2-core machine; 19 minutes at load average ~17 before A2 and B2. The worker's own
+Spark driver and each format's first write (no warm-up at this size) are most of it.
 """
 
 from __future__ import annotations
