@@ -22,11 +22,12 @@ source.
 
 All four share one Spark session (same settings; the Delta and Iceberg extensions are added
 beside Hudi's, in a worker process of its own, so the pipeline's sessions never load them) and run
-alternately A B C D over the repetitions; medians are reported. Each side's warm-up ingests one
-file into a throwaway table first. After the timed batches, each side's final snapshot is read
-(timed), one more small batch of updates goes in (timed), and the live rows of the four tables
-are compared: the same count, the same digest of (order_id, cdc_lsn) as the generator's own
-latest-per-key state, and the same hash of every column.
+alternately, each repetition starting one side later (A B C D, B C D A, ...); medians are
+reported. Each side's warm-up ingests one file into a throwaway table first. After the timed
+batches, each side's final snapshot is read (timed), one more small batch of updates goes in
+(timed), and the live rows of the four tables are compared: the same count, the same digest of
+(order_id, cdc_lsn) as the generator's own latest-per-key state, and the same hash of every
+column.
 """
 
 from __future__ import annotations
@@ -104,6 +105,13 @@ def sides_of(cfg: dict[str, Any]) -> tuple[str, ...]:
     a = ("A", "A2") if cfg.get("variant_options") else ("A",)
     b = ("B", "B2") if cfg.get("delta_cdf") else ("B",)
     return (*a, *b, "C", "D")
+
+
+def side_order(sides: tuple[str, ...], rep: int) -> tuple[str, ...]:
+    """The sides in repetition ``rep``: each one starts a side later (A B C D, B C D A, ...), so
+    no side always goes first; the order is not neutral (``bench.commit_cost``'s control)."""
+    k = rep % len(sides)
+    return sides[k:] + sides[:k]
 
 
 def batches_of(objects: list[Any], n_batches: int) -> list[list[Any]]:
@@ -318,7 +326,7 @@ def worker(cfg: dict[str, Any]) -> dict[str, Any]:
         except Exception as e:
             out[name]["error"] = f"{type(e).__name__}: {str(e).splitlines()[0][:300]}"
     for rep in range(cfg["reps"]):
-        for name in sides:
+        for name in side_order(sides, rep):
             if "error" in out[name]:
                 continue
             try:
