@@ -108,7 +108,7 @@ def sides_of(cfg: dict[str, Any]) -> tuple[str, ...]:
 
 
 def side_order(sides: tuple[str, ...], rep: int) -> tuple[str, ...]:
-    """The sides in repetition ``rep``: each one starts a side later (A B C D, B C D A, ...), so
+    """The sides in repetition ``rep``: each repetition starts one side later (A B C D, B C D A), so
     no side always goes first; the order is not neutral (``bench.commit_cost``'s control)."""
     k = rep % len(sides)
     return sides[k:] + sides[:k]
