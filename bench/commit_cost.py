@@ -31,6 +31,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from bench.harness import rotation
 from bench.scale import TOPIC, put_updates, write_raw
 
 
@@ -155,8 +156,7 @@ def main(argv: list[str] | None = None) -> int:
             # One update in 20 moves its order to another partition, as users' can.
             put_updates(client, settings.raw_bucket, prefix, offsets, args.files, args.changes,
                         args.history // 5, r, stride=10_000, move_every=20)  # fmt: skip
-            order = names[r % len(names) :] + names[: r % len(names)]
-            for name in order:
+            for name in rotation(tuple(names), r):
                 table = tables[name]
                 t0 = time.time()
                 res = ingest_new_files(spark, client, source, table)

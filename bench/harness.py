@@ -18,7 +18,9 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -59,6 +61,14 @@ def paired(
             out.append(time.perf_counter() - t0)
             progress(f"  rep {i + 1}/{reps}: {label} {out[-1]:.3f}s")
     return ta, tb
+
+
+def rotation(items: tuple[T, ...], rep: int) -> tuple[T, ...]:
+    """The sides of a paired benchmark in repetition ``rep``: each repetition starts one side
+    later (A B C D, B C D A, ...), so no side always goes first; the order is not neutral (the
+    table created first in a run is the slower one: ``bench.commit_cost``'s control)."""
+    k = rep % len(items)
+    return items[k:] + items[:k]
 
 
 def median(xs: list[float]) -> float:

@@ -41,7 +41,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench.harness import Figure, median
+from bench.harness import Figure, median, rotation
 from bench.scale import EVENTS_PER_FILE, PARTITIONS, TOPIC, events_for, write_raw
 
 SIDES = ("A", "B", "C", "D")
@@ -105,13 +105,6 @@ def sides_of(cfg: dict[str, Any]) -> tuple[str, ...]:
     a = ("A", "A2") if cfg.get("variant_options") else ("A",)
     b = ("B", "B2") if cfg.get("delta_cdf") else ("B",)
     return (*a, *b, "C", "D")
-
-
-def side_order(sides: tuple[str, ...], rep: int) -> tuple[str, ...]:
-    """The sides in repetition ``rep``: each repetition starts one side later (A B C D, B C D A), so
-    no side always goes first; the order is not neutral (``bench.commit_cost``'s control)."""
-    k = rep % len(sides)
-    return sides[k:] + sides[:k]
 
 
 def batches_of(objects: list[Any], n_batches: int) -> list[list[Any]]:
@@ -326,7 +319,7 @@ def worker(cfg: dict[str, Any]) -> dict[str, Any]:
         except Exception as e:
             out[name]["error"] = f"{type(e).__name__}: {str(e).splitlines()[0][:300]}"
     for rep in range(cfg["reps"]):
-        for name in side_order(sides, rep):
+        for name in rotation(sides, rep):
             if "error" in out[name]:
                 continue
             try:

@@ -10,13 +10,14 @@ Spark driver and each format's first write (no warm-up at this size) are most of
 from __future__ import annotations
 
 from bench.__main__ import run
-from bench.peers import SIDE_NAMES, expected_state, side_order
+from bench.harness import rotation
+from bench.peers import SIDE_NAMES, expected_state
 from cdc_lake.stack import LocalStack
 
 
 def test_each_repetition_starts_one_side_later():
     sides = ("A", "A2", "B", "C", "D")
-    orders = [side_order(sides, rep) for rep in range(len(sides) + 1)]
+    orders = [rotation(sides, rep) for rep in range(len(sides) + 1)]
     assert [o[0] for o in orders] == ["A", "A2", "B", "C", "D", "A"]
     assert orders[1] == ("A2", "B", "C", "D", "A")
     assert all(sorted(o) == sorted(sides) for o in orders)
