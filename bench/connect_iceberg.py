@@ -425,7 +425,7 @@ def worker(cfg: dict[str, Any]) -> dict[str, Any]:
                 (F.col(f.name) if f.name in snap.columns else F.lit(None))
                 .cast(f.dataType)
                 .alias(f.name)
-                for f in T.RAW_EVENT_SCHEMA.fields
+                for f in T.raw_event_schema().fields
                 if f.name != T.CORRUPT_COLUMN
             ]
         )

@@ -32,7 +32,14 @@ from cdc_lake.stack.settings import StackSettings
 
 TRIGGER_TAG = "cdc_lake/trigger"
 # The figures printed per asset, by the start of their metadata key (units may follow).
-HUDI_FIGURES = ("files_read", "events_read", "events_upserted", "records_", "commit_instant")
+HUDI_FIGURES = (
+    "files_read",
+    "events_read",
+    "events_upserted",
+    "records_",
+    "commit_instant",
+    "schema_version",
+)
 ITEMS_FIGURES = ("dagster/row_count", "total_revenue", "customers")
 
 

@@ -53,7 +53,8 @@ def test_definitions_hold_the_pipeline():
     assert {"order_id_unique", "no_deleted_orders", "matches_source", "revenue_non_negative",
             "orders_exist_in_lake", "no_quarantined_lines", "replication_slot_lag",
             "sink_consumer_lag", "source_connector_running", "sink_connector_running",
-            "pending_raw_objects", "incremental_matches_rescan"} <= checks  # fmt: skip
+            "pending_raw_objects", "incremental_matches_rescan",
+            "schema_matches_source"} <= checks  # fmt: skip
     # The lake and its mart carry a freshness policy, shown by the UI once the daemon runs.
     for key in ("hudi/datalake/cdc_events", "s3/marts/order_items"):
         assert graph.get(dg.AssetKey.from_user_string(key)).freshness_policy is not None

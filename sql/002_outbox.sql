@@ -27,8 +27,27 @@ CREATE TABLE IF NOT EXISTS cdc_events (
 ALTER TABLE cdc_events REPLICA IDENTITY FULL;
 
 -- The outbox rows for a set of orders (NULL: all orders), built from the Northwind tables.
-CREATE OR REPLACE FUNCTION cdc_event_rows(p_order_ids integer[])
-RETURNS SETOF cdc_events
+-- It returns the columns it fills, not the table's row type, so a column added to the table
+-- (README, "Changing the source schema") does not break order writes before this function
+-- fills it: refresh_cdc_events names the columns it writes and leaves the others alone.
+-- (Dropped first: an earlier release returned SETOF cdc_events, and a function's result type
+-- cannot be replaced.)
+DROP FUNCTION IF EXISTS cdc_event_rows(integer[]);
+CREATE FUNCTION cdc_event_rows(p_order_ids integer[])
+RETURNS TABLE (
+    order_id integer,
+    customer_id bpchar,
+    order_date date,
+    required_date date,
+    shipped_date date,
+    order_items jsonb,
+    products jsonb,
+    customer jsonb,
+    employee jsonb,
+    shipper jsonb,
+    shipment jsonb,
+    updated_at timestamptz
+)
 LANGUAGE sql STABLE AS $$
     SELECT
         o.order_id::integer,
@@ -116,7 +135,8 @@ BEGIN
     WHERE (p_order_ids IS NULL OR ev.order_id = ANY (p_order_ids))
       AND NOT EXISTS (SELECT 1 FROM datalake.orders o WHERE o.order_id = ev.order_id);
 
-    INSERT INTO datalake.cdc_events AS ev
+    INSERT INTO datalake.cdc_events AS ev (order_id, customer_id, order_date, required_date,
+        shipped_date, order_items, products, customer, employee, shipper, shipment, updated_at)
     SELECT * FROM datalake.cdc_event_rows(p_order_ids)
     ON CONFLICT (order_id) DO UPDATE SET
         customer_id = EXCLUDED.customer_id,

@@ -46,19 +46,15 @@ from typing import TYPE_CHECKING
 
 from pyspark.sql import Window
 from pyspark.sql import functions as F
-from pyspark.sql.types import (
-    BooleanType,
-    IntegerType,
-    LongType,
-    StringType,
-    StructField,
-    StructType,
-)
 
 from cdc_lake.lake.ordering import RECORD_KEY
+from cdc_lake.lake.tables import OUTBOX
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.types import StructType
+
+    from cdc_lake.lake.schema import LakeSchema
 
 # The write options that turn the change feed on (part of HudiTableConfig.write_options).
 CHANGE_FEED_OPTIONS = {
@@ -66,33 +62,41 @@ CHANGE_FEED_OPTIONS = {
     "hoodie.table.cdc.supplemental.logging.mode": "DATA_BEFORE_AFTER",
 }
 
-_JSON_COLUMNS = ("order_items", "products", "customer", "employee", "shipper", "shipment")
-# An image's fields as the CDC log writes them; other keys (Hudi's meta columns) are ignored.
-IMAGE_SCHEMA = StructType(
-    [
-        StructField(RECORD_KEY, LongType()),
-        StructField("customer_id", StringType()),
-        StructField("order_date", IntegerType()),  # days since 1970-01-01
-        StructField("required_date", IntegerType()),
-        StructField("shipped_date", IntegerType()),
-        *[StructField(name, StringType()) for name in _JSON_COLUMNS],
-        StructField("updated_at", LongType()),  # microseconds since the epoch
-        StructField("cdc_op", StringType()),
-        StructField("cdc_lsn", LongType()),
-        StructField("cdc_source_ts_ms", LongType()),
-        StructField("is_deleted", BooleanType()),
-        StructField("cdc_ordering", StringType()),
-    ]
+# The lake's own columns in an image, after the table's (``cdc_lake/lake/transforms.py``).
+_CDC_IMAGE_FIELDS = (
+    ("cdc_op", "string"),
+    ("cdc_lsn", "bigint"),
+    ("cdc_source_ts_ms", "bigint"),
+    ("is_deleted", "boolean"),
+    ("cdc_ordering", "string"),
 )
 
 
+def image_schema(schema: LakeSchema | None = None) -> StructType:
+    """An image's fields as the CDC log writes them (the table's columns as ``schema`` says,
+    by default the outbox's as ``sql/`` declares them); other keys (Hudi's meta columns) are
+    ignored."""
+    from pyspark.sql.types import _parse_datatype_string
+
+    struct = (schema or OUTBOX.declared_schema()).image_struct()
+    for name, spark_type in _CDC_IMAGE_FIELDS:
+        struct.add(name, _parse_datatype_string(spark_type))
+    return struct
+
+
 def read_changes(
-    spark: SparkSession, base_path: str, after_completed: str, upto_completed: str
+    spark: SparkSession,
+    base_path: str,
+    after_completed: str,
+    upto_completed: str,
+    schema: LakeSchema | None = None,
 ) -> DataFrame:
     """The change feed of the commits that completed after ``after_completed`` and up to
     ``upto_completed`` (completion times; ``"0"`` for "from the first commit"): columns
     ``order_id``, ``op``, ``commit`` (the commit's instant) and ``before``/``after`` as structs
-    of ``IMAGE_SCHEMA`` (null where the image is)."""
+    of ``image_schema(schema)`` (null where the image is). A column added after a commit is
+    null in that commit's images."""
+    struct = image_schema(schema)
     raw = (
         spark.read.format("hudi")
         .options(
@@ -109,7 +113,7 @@ def read_changes(
     def image(name: str):
         # A missing image is written as null or as the JSON text "null".
         text = F.when(F.col(name) != F.lit("null"), F.col(name))
-        return F.from_json(text, IMAGE_SCHEMA).alias(name)
+        return F.from_json(text, struct).alias(name)
 
     images = raw.select("op", F.col("ts_ms").alias("commit"), image("before"), image("after"))
     return images.select(
@@ -144,17 +148,8 @@ def first_and_last(changes: DataFrame) -> DataFrame:
     )
 
 
-def image_rows(images: DataFrame, side: str) -> DataFrame:
+def image_rows(images: DataFrame, side: str, schema: LakeSchema | None = None) -> DataFrame:
     """The non-null ``side`` images (``before`` or ``after``) as lake rows: the table's column
-    names and types (dates as DATE, ``updated_at`` as TIMESTAMP)."""
+    names and types (dates as DATE, timestamps as TIMESTAMP)."""
     img = images.where(F.col(side).isNotNull()).select(F.col(f"{side}.*"))
-    return img.select(
-        *[
-            F.date_from_unix_date(F.col(c)).alias(c)
-            if c in ("order_date", "required_date", "shipped_date")
-            else F.timestamp_micros(F.col(c)).alias(c)
-            if c == "updated_at"
-            else F.col(c)
-            for c in img.columns
-        ]
-    )
+    return img.select(*(schema or OUTBOX.declared_schema()).from_image(img.columns))

@@ -1,7 +1,7 @@
 """The digest of the live rows that ``matches_source`` compares: the lake's against the outbox's.
 
 The one home of both sides. Spark computes it over a snapshot of the Hudi table
-(``spark_digest``), PostgreSQL over ``datalake.cdc_events`` (``SOURCE_DIGEST_SQL``,
+(``spark_digest``), PostgreSQL over the source table (``source_digest_sql``,
 ``source_digest``); both build the same canonical text per row from one column list, so equal
 rows give bit-identical digests.
 
@@ -20,17 +20,20 @@ What equal digests prove
 
 Row hash
     The first 60 bits (15 hex digits) of the md5 of the UTF-8 bytes of the row's canonical text:
-    its fields in ``COLUMNS`` order, each written as ``~`` when null, else as
-    ``<length in characters>:<text>``. The length prefix makes the text unambiguous whatever the
-    fields contain. Per column, the text is:
+    the table's live columns (``LakeSchema.live``: the source's columns, read from its catalog;
+    ``cdc_lake/lake/schema.py``) sorted by name, each written as
+    ``<length of name>:<name><length of text>:<text>``, and a null column not written at all.
+    The length prefixes make the text unambiguous whatever the fields contain; leaving nulls out
+    means a column added at the source, null on every row written before, changes no earlier
+    row's hash. Per kind of column, the text is:
 
-    - ``order_id``, decimal;
-    - ``customer_id``, trimmed of spaces (bpchar in PostgreSQL, trimmed on ingestion);
-    - ``order_date``, ``required_date``, ``shipped_date``, days since 1970-01-01, decimal;
-    - ``order_items``, ``products``, ``customer``, ``employee``, ``shipper``, ``shipment``, the
-      JSON text as stored: PostgreSQL's jsonb output (``col::text``), which is what Debezium
-      sends and the lake keeps byte for byte;
-    - ``updated_at``, microseconds since the epoch (UTC), decimal.
+    - ``int``, decimal;
+    - ``trimmed`` (bpchar), trimmed of spaces (blank padded in PostgreSQL, trimmed on ingestion);
+    - ``date``, days since 1970-01-01, decimal;
+    - ``json``, the JSON text as stored: PostgreSQL's jsonb output (``col::text``), which is
+      what Debezium sends and the lake keeps byte for byte;
+    - ``timestamptz``, microseconds since the epoch (UTC), decimal;
+    - ``text``, ``decimal`` (as Debezium's string), ``bool`` (``true``/``false``): the text.
 
     PostgreSQL hashes ``convert_to(text, 'UTF8')``, so its database encoding does not matter;
     its ``extract(epoch ...)`` is numeric (14+), so microseconds are exact.
@@ -50,8 +53,10 @@ Cost
     ``cdc_lake/lake/table_state.py`` for when it is rescanned in full.
 
 The digest travels as JSON (Pipes metadata, ``live_key_digest``: the name of the former key-only
-digest): ``{"version", "buckets", "rows", "digest": {bucket: [count, key_sum, key_square_sum,
-content_sum]}}``, bucket as a decimal string.
+digest): ``{"version", "buckets", "columns", "rows", "digest": {bucket: [count, key_sum,
+key_square_sum, content_sum]}}``, bucket as a decimal string and ``columns`` the
+``name:kind`` of the columns it covers (``LakeSchema.digest_signature``). Digests of different
+versions, buckets or columns do not compare.
 """
 
 from __future__ import annotations
@@ -60,46 +65,55 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from cdc_lake.lake.tables import OUTBOX
+
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
 
+    from cdc_lake.lake.schema import LakeSchema
+
 BUCKETS = 64
 # Bump when the canonical text changes: digests of two versions do not compare.
-VERSION = 2
+VERSION = 3
 HASH_HEX_DIGITS = 15  # 60 bits: a non-negative bigint in both engines
-NULL_FIELD = "~"
-
-# (column, kind): the fields of the canonical text, in order.
-COLUMNS: tuple[tuple[str, str], ...] = (
-    ("order_id", "int"),
-    ("customer_id", "trimmed"),
-    ("order_date", "date"),
-    ("required_date", "date"),
-    ("shipped_date", "date"),
-    ("order_items", "json"),
-    ("products", "json"),
-    ("customer", "json"),
-    ("employee", "json"),
-    ("shipper", "json"),
-    ("shipment", "json"),
-    ("updated_at", "timestamp"),
-)
-DIGEST_COLUMNS = tuple(name for name, _ in COLUMNS)
 ROW_HASH = "_row_hash"  # optional precomputed column for spark_digest
 
 
-def empty_digest(buckets: int = BUCKETS) -> dict[str, Any]:
-    return {"version": VERSION, "buckets": buckets, "rows": 0, "digest": {}}
+def _schema(schema: LakeSchema | None) -> LakeSchema:
+    return schema if schema is not None else OUTBOX.declared_schema()
 
 
-def _digest(buckets: int, rows: list[tuple[Any, Any, Any, Any, Any]]) -> dict[str, Any]:
+def _fields(schema: LakeSchema | None) -> list[tuple[str, str]]:
+    """(column, kind) of the canonical text, in its order."""
+    return sorted((c.name, c.kind) for c in _schema(schema).live)
+
+
+def empty_digest(buckets: int = BUCKETS, schema: LakeSchema | None = None) -> dict[str, Any]:
+    return _digest(buckets, [], schema)
+
+
+def _digest(
+    buckets: int,
+    rows: list[tuple[Any, Any, Any, Any, Any]],
+    schema: LakeSchema | None = None,
+    columns: list[str] | None = None,
+) -> dict[str, Any]:
     digest = {str(b): [int(n), int(s), int(q), int(c)] for b, n, s, q, c in rows}
     return {
         "version": VERSION,
         "buckets": buckets,
+        "columns": columns if columns is not None else _schema(schema).digest_signature(),
         "rows": sum(v[0] for v in digest.values()),
         "digest": digest,
     }
+
+
+def comparable(a: dict[str, Any], b: dict[str, Any]) -> str | None:
+    """Why two digests cannot be compared (computed differently), or None."""
+    for name in ("version", "buckets", "columns"):
+        if a.get(name) != b.get(name):
+            return f"{name} differs"
+    return None
 
 
 def add_digests(
@@ -109,9 +123,8 @@ def add_digests(
     rows of ``minus`` were replaced by those of ``plus``. Empty buckets are dropped (they
     compare equal to absent ones). Raises ValueError on digests computed differently."""
     for other in (plus, minus):
-        for name in ("version", "buckets"):
-            if other.get(name) != base.get(name):
-                raise ValueError(f"digests are not comparable: {name} differs")
+        if (why := comparable(base, other)) is not None:
+            raise ValueError(f"digests are not comparable: {why}")
     out = {b: [int(v) for v in values] for b, values in base["digest"].items()}
     for sign, other in ((1, plus), (-1, minus)):
         for bucket, values in other["digest"].items():
@@ -119,7 +132,9 @@ def add_digests(
             out[bucket] = [c + sign * int(v) for c, v in zip(current, values, strict=True)]
     kept = {b: v for b, v in sorted(out.items(), key=lambda kv: int(kv[0])) if any(v)}
     return _digest(
-        int(base["buckets"]), [(int(b), v[0], v[1], v[2], v[3]) for b, v in kept.items()]
+        int(base["buckets"]),
+        [(int(b), v[0], v[1], v[2], v[3]) for b, v in kept.items()],
+        columns=list(base["columns"]),
     )
 
 
@@ -134,42 +149,51 @@ def _spark_text(name: str, kind: str) -> Column:
         return F.trim(col)
     if kind == "date":
         return F.unix_date(col).cast("string")
-    if kind == "timestamp":
+    if kind == "timestamptz":
         return F.unix_micros(col).cast("string")
     return col.cast("string")
 
 
-def _spark_field(text: Column) -> Column:
+def _spark_field(name: str, text: Column) -> Column:
     from pyspark.sql import functions as F
 
-    # concat is null if any part is: a null field becomes NULL_FIELD.
-    return F.coalesce(F.concat(F.length(text).cast("string"), F.lit(":"), text), F.lit(NULL_FIELD))
+    # concat is null if any part is: a null field is left out.
+    label = f"{len(name)}:{name}"
+    return F.coalesce(
+        F.concat(F.lit(label), F.length(text).cast("string"), F.lit(":"), text), F.lit("")
+    )
 
 
-def spark_row_hash() -> Column:
-    """The 60-bit row hash as decimal(38,0), over the ``DIGEST_COLUMNS`` of lake rows."""
+def spark_row_hash(schema: LakeSchema | None = None) -> Column:
+    """The 60-bit row hash as decimal(38,0), over the live columns of lake rows."""
     from pyspark.sql import functions as F
 
-    text = F.concat(*[_spark_field(_spark_text(name, kind)) for name, kind in COLUMNS])
+    fields = [_spark_field(name, _spark_text(name, kind)) for name, kind in _fields(schema)]
+    text = F.concat(*fields)
     prefix = F.substring(F.md5(text), 1, HASH_HEX_DIGITS)
     return F.conv(prefix, 16, 10).cast("decimal(38,0)")
 
 
-def spark_digest(live: DataFrame, buckets: int = BUCKETS) -> dict[str, Any]:
+def spark_digest(
+    live: DataFrame, buckets: int = BUCKETS, schema: LakeSchema | None = None
+) -> dict[str, Any]:
     """The digest of a DataFrame of live lake rows (deleted rows already filtered out): with
-    ``order_id`` and either the ``DIGEST_COLUMNS`` or their hash as ``ROW_HASH``."""
-    return spark_digests(live, (), buckets)[()]
+    ``order_id`` and either the live columns of ``schema`` or their hash as ``ROW_HASH``."""
+    return spark_digests(live, (), buckets, schema)[()]
 
 
 def spark_digests(
-    rows: DataFrame, by: Sequence[str], buckets: int = BUCKETS
+    rows: DataFrame,
+    by: Sequence[str],
+    buckets: int = BUCKETS,
+    schema: LakeSchema | None = None,
 ) -> dict[tuple[Any, ...], dict[str, Any]]:
     """One digest per value of the columns ``by`` (as a tuple, ``()`` for none), in one Spark
     job: rows as for ``spark_digest``."""
     from pyspark.sql import functions as F
 
     oid = F.col("order_id").cast("decimal(38,0)")
-    row_hash = F.col(ROW_HASH) if ROW_HASH in rows.columns else spark_row_hash()
+    row_hash = F.col(ROW_HASH) if ROW_HASH in rows.columns else spark_row_hash(schema)
     sums = (
         rows.groupBy(*by, F.pmod(F.col("order_id"), F.lit(buckets)).alias("bucket"))
         .agg(
@@ -184,9 +208,9 @@ def spark_digests(
     for r in sums:
         key = tuple(r[c] for c in by)
         groups.setdefault(key, []).append((r["bucket"], r["n"], r["s"], r["q"], r["c"]))
-    out = {key: _digest(buckets, parts) for key, parts in groups.items()}
+    out = {key: _digest(buckets, parts, schema) for key, parts in groups.items()}
     if not by:
-        out.setdefault((), _digest(buckets, []))
+        out.setdefault((), _digest(buckets, [], schema))
     return out
 
 
@@ -194,53 +218,60 @@ def spark_digests(
 
 
 def _sql_text(name: str, kind: str) -> str:
+    column = f'"{name}"'
     if kind == "trimmed":
-        return f"btrim({name}::text)"
+        return f"btrim({column}::text)"
     if kind == "date":
-        return f"({name} - DATE '1970-01-01')::text"
-    if kind == "timestamp":
+        return f"({column} - DATE '1970-01-01')::text"
+    if kind == "timestamptz":
         # extract returns numeric (PostgreSQL 14+): exact to the microsecond.
-        return f"(extract(epoch FROM {name}) * 1000000)::bigint::text"
-    return f"{name}::text"
+        return f"(extract(epoch FROM {column}) * 1000000)::bigint::text"
+    return f"{column}::text"
 
 
-def _sql_field(text: str) -> str:
-    return f"coalesce(length({text}) || ':' || {text}, '{NULL_FIELD}')"
+def _sql_field(name: str, text: str) -> str:
+    label = f"{len(name)}:{name}".replace("'", "''")
+    return f"coalesce('{label}' || length({text}) || ':' || {text}, '')"
 
 
-def sql_row_hash() -> str:
-    """The row hash as a PostgreSQL bigint expression over an outbox row's columns."""
-    text = "\n        || ".join(_sql_field(_sql_text(name, kind)) for name, kind in COLUMNS)
+def sql_row_hash(schema: LakeSchema | None = None) -> str:
+    """The row hash as a PostgreSQL bigint expression over a source row's live columns."""
+    text = "\n        || ".join(
+        _sql_field(name, _sql_text(name, kind)) for name, kind in _fields(schema)
+    )
     return (
         f"('x' || substr(md5(convert_to(\n           {text},\n        'UTF8')), 1, "
         f"{HASH_HEX_DIGITS}))::bit({HASH_HEX_DIGITS * 4})::bigint"
     )
 
 
-def source_digest_sql(table: str = "datalake.cdc_events") -> str:
-    """The digest query over ``table`` (columns as in the outbox); parameter ``buckets``."""
+def source_digest_sql(table: str | None = None, schema: LakeSchema | None = None) -> str:
+    """The digest query over ``table`` (by default the schema's source table), hashing the
+    live columns of ``schema``; parameter ``buckets``."""
+    schema = _schema(schema)
+    key = f'"{schema.key}"'
     return f"""
-SELECT mod(mod(order_id, %(buckets)s) + %(buckets)s, %(buckets)s) AS bucket, count(*),
-       sum(order_id::numeric), sum(order_id::numeric * order_id::numeric), sum(h::numeric)
+SELECT mod(mod({key}, %(buckets)s) + %(buckets)s, %(buckets)s) AS bucket, count(*),
+       sum({key}::numeric), sum({key}::numeric * {key}::numeric), sum(h::numeric)
 FROM (
-    SELECT order_id, {sql_row_hash()} AS h
-    FROM {table}
+    SELECT {key}, {sql_row_hash(schema)} AS h
+    FROM {table or schema.table}
 ) AS hashed
 GROUP BY 1
 """
 
 
-SOURCE_DIGEST_SQL = source_digest_sql()
-
-
 def source_digest(
-    conn: Any, buckets: int = BUCKETS, table: str = "datalake.cdc_events"
+    conn: Any,
+    buckets: int = BUCKETS,
+    table: str | None = None,
+    schema: LakeSchema | None = None,
 ) -> dict[str, Any]:
-    """Run the digest query on a psycopg2 connection. Every row of the outbox is live."""
-    sql = SOURCE_DIGEST_SQL if table == "datalake.cdc_events" else source_digest_sql(table)
+    """Run the digest query on a psycopg2 connection. Every row of the source is live.
+    ``schema``: the columns to hash (by default the outbox's as ``sql/`` declares them)."""
     with conn.cursor() as cur:
-        cur.execute(sql, {"buckets": buckets})
-        return _digest(buckets, cur.fetchall())
+        cur.execute(source_digest_sql(table, schema), {"buckets": buckets})
+        return _digest(buckets, cur.fetchall(), schema)
 
 
 # Comparison
@@ -264,7 +295,7 @@ class DigestDiff:
 def compare_digests(source: dict[str, Any], lake: dict[str, Any]) -> DigestDiff:
     """Which buckets differ between two digests, and how. Raises ValueError if the digests were
     computed differently (version or number of buckets) and cannot be compared."""
-    for field in ("version", "buckets"):
+    for field in ("version", "buckets", "columns"):
         if source.get(field) != lake.get(field):
             raise ValueError(
                 f"digests are not comparable: {field} {source.get(field)!r} (source) vs "

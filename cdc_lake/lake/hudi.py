@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 from cdc_lake.lake import ordering as O
 from cdc_lake.lake.changes import CHANGE_FEED_OPTIONS
 from cdc_lake.lake.checkpoint import CHECKPOINT_KEY
+from cdc_lake.lake.schema import SCHEMA_KEY, LakeSchema, schema_json
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -102,7 +103,9 @@ class HudiTableConfig:
                 f"index_type must be RECORD_INDEX or GLOBAL_SIMPLE: {self.index_type!r}"
             )
 
-    def write_options(self, checkpoint: dict[str, Any] | None = None) -> dict[str, str]:
+    def write_options(
+        self, checkpoint: dict[str, Any] | None = None, schema: LakeSchema | None = None
+    ) -> dict[str, str]:
         p = str(self.parallelism)
         opts = {
             "hoodie.table.name": self.table_name,
@@ -159,6 +162,9 @@ class HudiTableConfig:
         if checkpoint is not None:
             # Options starting with "_" become the commit's extra metadata.
             opts[CHECKPOINT_KEY] = json.dumps(checkpoint, sort_keys=True)
+        if schema is not None:
+            # The evolved columns and schema version, committed with the data they describe.
+            opts[SCHEMA_KEY] = schema_json(schema)
         return {**opts, **self.extra_options}
 
 
@@ -237,6 +243,11 @@ class CommitInfo:
         raw = self.extra.get(CHECKPOINT_KEY)
         return json.loads(raw) if raw else None
 
+    @property
+    def schema(self) -> LakeSchema | None:
+        raw = self.extra.get(SCHEMA_KEY)
+        return LakeSchema.from_json(json.loads(raw)) if raw else None
+
 
 def _commit_info(timeline: Any, instant: Any) -> CommitInfo:
     meta = timeline.readCommitMetadata(instant)
@@ -266,6 +277,31 @@ def completed_commits(spark: SparkSession, base_path: str, newest_first: bool = 
 
 def latest_commit(spark: SparkSession, base_path: str) -> CommitInfo | None:
     return next(completed_commits(spark, base_path, newest_first=True), None)
+
+
+def latest_schema(spark: SparkSession, base_path: str) -> LakeSchema | None:
+    """The schema the newest commit that recorded one holds (None: none did)."""
+    for commit in completed_commits(spark, base_path, newest_first=True):
+        if commit.schema is not None:
+            return commit.schema
+        if commit.checkpoint is not None:
+            return None  # an ingest commit from before schemas were recorded
+    return None
+
+
+def data_column_types(
+    spark: SparkSession, base_path: str, lake_only: tuple[str, ...]
+) -> dict[str, str] | None:
+    """The table's data columns and their Spark types, in the table's order (Hudi's meta
+    columns and the ``lake_only`` ones left out); None when there is no table."""
+    if not table_exists(spark, base_path):
+        return None
+    fields = spark.read.format("hudi").load(base_path).schema.fields
+    return {
+        f.name: f.dataType.simpleString()
+        for f in fields
+        if not f.name.startswith("_hoodie_") and f.name not in lake_only
+    }
 
 
 def latest_checkpoint(spark: SparkSession, base_path: str) -> dict[str, Any]:

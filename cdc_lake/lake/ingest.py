@@ -21,6 +21,16 @@ One run:
    deleted (``cdc_lake/lake/snapshots.py``): the snapshot no longer held them;
 6. upserts the result. The new checkpoint goes into the same Hudi commit.
 
+Schema
+    Before reading anything, the source's columns (its catalog's, passed in by the caller) are
+    evolved into the lake's (``cdc_lake/lake/schema.py``): a change the lake cannot take stops
+    the refresh with ``SchemaChangeError`` and nothing is committed. Lines are parsed with the
+    evolved columns, so a batch holding events from before and after a change lands whole (a
+    column an earlier event lacks is null). A fresh line with a field that neither the source
+    nor the lake has (a column added after the catalog was read, or added and dropped again
+    before this refresh) also stops the refresh, naming the field, the object and the line:
+    nothing is ever dropped in silence. The evolved schema goes into the commit's metadata.
+
 So a run with nothing new commits nothing. A crash before the commit leaves the old checkpoint:
 the same lines are read again and give the same result. A replay (``replay_from``) reads again
 from a given offset; the latest change still wins, so it can only repair, never regress.
@@ -41,13 +51,19 @@ from cdc_lake.lake import transforms as T
 from cdc_lake.lake.hudi import (
     CommitInfo,
     HudiTableConfig,
+    data_column_types,
     latest_checkpoint,
     latest_commit,
+    latest_schema,
     table_exists,
 )
+from cdc_lake.lake.schema import LakeSchema, SchemaChangeError, SourceColumn, evolve
+from cdc_lake.lake.tables import OUTBOX
 from cdc_lake.raw.objects import RawLayout, RawObject
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from pyspark.sql import Column, DataFrame, SparkSession
 
 
@@ -92,6 +108,7 @@ class IngestResult:
     absent_from_snapshot: int = 0  # live orders that snapshot no longer held: deleted
     list_requests: int = 0
     seconds: float = 0.0
+    schema: LakeSchema | None = None  # the lake's columns after this run
 
     @property
     def bytes_read(self) -> int:
@@ -185,6 +202,8 @@ class _Batch:
     snapshot_ts_ms: int | None  # a completed snapshot's time (``S.completed_snapshot_ts``)
     progress: dict[int, C.PartitionProgress]
     gaps: int
+    unknown_fields: list[str]  # fields of fresh good lines that the schema does not know
+    unknown_at: str | None  # the first line holding one: "<key> line <n>"
 
 
 def _summarize(
@@ -195,6 +214,7 @@ def _summarize(
     Spark job over the (cached) lines instead of one per figure."""
     fresh = F.coalesce(is_fresh, F.lit(False))
     good = fresh & F.col("error").isNull()
+    has_unknown = good & (F.size(T.UNKNOWN_FIELDS) > 0)
     # Among objects holding the same greatest offset, the earliest: listing resumes there.
     newest = F.struct(F.col("kafka_offset"), -F.col("start"), F.col("source_key"))
     rows = (
@@ -209,6 +229,10 @@ def _summarize(
             F.max(F.when(fresh, newest)).alias("newest"),
             F.min(F.when(fresh, F.col("kafka_offset"))).alias("low"),
             F.count_distinct(F.when(fresh, F.col("kafka_offset"))).alias("n"),
+            F.array_distinct(
+                F.flatten(F.collect_list(F.when(has_unknown, F.col(T.UNKNOWN_FIELDS))))
+            ).alias("unknown"),
+            F.min(F.when(has_unknown, F.struct("source_key", "line_no"))).alias("unknown_at"),
         )
         .collect()
     )
@@ -224,6 +248,8 @@ def _summarize(
         gaps += int(top["kafka_offset"]) - int(r["low"]) + 1 - int(r["n"])
         gaps += int(r["low"]) - checkpoint.offset(p) - 1
     snapshots = [int(r["snapshot_ts"]) for r in rows if r["snapshot_ts"] is not None]
+    unknown_at = [r["unknown_at"] for r in rows if r["unknown_at"] is not None]
+    first = min(unknown_at, default=None)
     return _Batch(
         lines=sum(int(r["lines"]) for r in rows),
         fresh=sum(int(r["fresh"]) for r in rows),
@@ -232,6 +258,38 @@ def _summarize(
         snapshot_ts_ms=max(snapshots) if snapshots else None,
         progress=progress,
         gaps=gaps,
+        unknown_fields=sorted({f for r in rows for f in (r["unknown"] or [])}),
+        unknown_at=f"{first['source_key']} line {first['line_no']}" if first else None,
+    )
+
+
+def lake_schema(
+    spark: SparkSession, table: HudiTableConfig, source_columns: Sequence[SourceColumn] | None
+) -> LakeSchema:
+    """The lake's columns once the source's are taken (``SchemaChangeError`` if they cannot
+    be): ``source_columns`` as the source's catalog lists them, by default as ``sql/``
+    declares the outbox."""
+    lake_only = (*T.CDC_COLUMNS, OUTBOX.partition_field)
+    return evolve(
+        OUTBOX.source,
+        OUTBOX.key,
+        list(source_columns) if source_columns is not None else OUTBOX.declared_columns(),
+        data_column_types(spark, table.base_path, lake_only),
+        latest_schema(spark, table.base_path) if table_exists(spark, table.base_path) else None,
+    )
+
+
+def unknown_fields_message(batch: _Batch, schema: LakeSchema, source: RawSource) -> str:
+    where = batch.unknown_at or ""
+    key, _, line = where.partition(" line ")
+    return (
+        f"{schema.table}: raw lines hold field(s) {', '.join(batch.unknown_fields)} that neither "
+        f"the source table's columns (as its catalog stood when this refresh began) nor the lake "
+        f"table has; first at {source.uri(key).replace(f'{source.scheme}://', 's3://', 1)} line "
+        f"{line}. Nothing was committed. If the column was added at the source just now, "
+        "refresh again: the next refresh reads the catalog anew and adds it. If it was added "
+        "and dropped again before the lake saw it, add it back (ALTER TABLE ... ADD COLUMN) so "
+        "its type is known, refresh, then drop it."
     )
 
 
@@ -244,10 +302,13 @@ def ingest_new_files(
     max_files: int | None = None,
     replay_from: int | None = None,
     max_line_mb: float = DEFAULT_MAX_LINE_MB,
+    source_columns: Sequence[SourceColumn] | None = None,
 ) -> IngestResult:
     """One refresh (see the module docstring). ``replay_from``: read every partition again
-    from that offset on, whatever the checkpoint says. A line over ``max_line_mb`` is bad."""
+    from that offset on, whatever the checkpoint says. A line over ``max_line_mb`` is bad.
+    ``source_columns``: the source table's columns as its catalog lists them now."""
     t0 = time.monotonic()
+    schema = lake_schema(spark, table, source_columns)
     stored = current_checkpoint(spark, s3_client, source, table)
     start = stored.rewound(replay_from) if replay_from is not None else stored
     plan = C.plan(s3_client, source.bucket, source.layout, start)
@@ -258,13 +319,14 @@ def ingest_new_files(
         checkpoint=stored.to_json(),
         ignored_keys=plan.ignored,
         list_requests=plan.list_requests,
+        schema=schema,
     )
     if not objects:
         result.seconds = time.monotonic() - t0
         return result
 
     positioned = T.with_kafka_position(
-        T.parse_raw_lines(read_lines(spark, source, objects, max_line_mb)), source.topic
+        T.parse_raw_lines(read_lines(spark, source, objects, max_line_mb), schema), source.topic
     )
     after = F.lit(-1)  # lines at or below the checkpoint offset are already in the table
     if start.partitions:
@@ -285,6 +347,8 @@ def ingest_new_files(
         if not progress:
             result.seconds = time.monotonic() - t0
             return result
+        if batch.unknown_fields:
+            raise SchemaChangeError(unknown_fields_message(batch, schema, source))
         good, bad = T.split_valid(fresh)
         n_bad = batch.bad
         if n_bad:
@@ -293,7 +357,7 @@ def ingest_new_files(
             target = f"{quarantine_path.rstrip('/')}/batch={int(time.time() * 1000)}"
             bad.write.mode("append").json(target)
             result.quarantined, result.quarantine_path = n_bad, target
-        rows = T.to_lake_rows(good)
+        rows = T.to_lake_rows(good, schema)
         result.events_read = batch.good
         latest = O.latest_per_key(rows)
         result.snapshot_ts_ms = batch.snapshot_ts_ms
@@ -309,9 +373,8 @@ def ingest_new_files(
         latest = latest.persist()
         result.events_upserted = latest.count()
         new_checkpoint = stored.advanced(progress)
-        latest.write.format("hudi").options(**table.write_options(new_checkpoint.to_json())).mode(
-            "append"
-        ).save(table.base_path)
+        options = table.write_options(new_checkpoint.to_json(), schema)
+        latest.write.format("hudi").options(**options).mode("append").save(table.base_path)
     finally:
         if latest is not None:
             latest.unpersist()

@@ -71,7 +71,13 @@ def absent_from_snapshot(stored: DataFrame | None, batch: DataFrame, snapshot_ts
     snapshot, over the table's current rows (``stored``, None before the first commit) and the
     batch's ``latest_per_key`` rows; columns as ``batch``."""
     columns = batch.columns
-    sides = [batch] if stored is None else [stored.select(*columns), batch]
+    # A column the batch adds to the table is null in the rows stored before it.
+    aligned = [
+        F.col(c) if stored is not None and c in stored.columns
+        else F.lit(None).cast(batch.schema[c].dataType).alias(c)
+        for c in columns
+    ]  # fmt: skip
+    sides = [batch] if stored is None else [stored.select(*aligned), batch]
     ts = F.col("cdc_source_ts_ms")
 
     def union(frames: list[DataFrame]) -> DataFrame:

@@ -60,9 +60,12 @@ from cdc_lake.lake.digest import (
 from cdc_lake.lake.hudi import CommitInfo, HudiTableConfig, completed_commits, has_change_feed
 from cdc_lake.lake.ingest import read_table
 from cdc_lake.lake.ordering import RECORD_KEY, live_rows
+from cdc_lake.lake.tables import OUTBOX
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+    from cdc_lake.lake.schema import LakeSchema
 
 # Every this many commits the state is rescanned in full, whatever the change feed says.
 DEFAULT_FULL_SCAN_EVERY = 50
@@ -104,30 +107,36 @@ def _flagged() -> Any:
     return F.coalesce(F.col("is_deleted"), F.lit(False))
 
 
-def _hashed() -> list[Any]:
+def _hashed(schema: LakeSchema | None) -> list[Any]:
     """An image's key, whether it is flagged as deleted, and its row hash."""
-    return [RECORD_KEY, _flagged().alias("_flagged"), spark_row_hash().alias(ROW_HASH)]
+    return [RECORD_KEY, _flagged().alias("_flagged"), spark_row_hash(schema).alias(ROW_HASH)]
 
 
 def _with_commit(digest: dict[str, Any], commit: CommitInfo, **fields: Any) -> dict[str, Any]:
     return {**digest, "instant": commit.instant, "completed": commit.completed, **fields}
 
 
-def full_state(spark: SparkSession, table: HudiTableConfig, commit: CommitInfo) -> TableState:
+def full_state(
+    spark: SparkSession,
+    table: HudiTableConfig,
+    commit: CommitInfo,
+    schema: LakeSchema | None = None,
+) -> TableState:
     """The state from one read of the whole snapshot (the cache keeps each row's hash, not its
     JSON columns)."""
-    snapshot = (
-        read_table(spark, table.base_path)
-        .select(RECORD_KEY, "is_deleted", spark_row_hash().alias(ROW_HASH))
-        .cache()
-    )
+    rows = read_table(spark, table.base_path)
+    # A column the source added that no commit has written yet: null on every row.
+    for c in (schema or OUTBOX.declared_schema()).live:
+        if c.name not in rows.columns:
+            rows = rows.withColumn(c.name, F.lit(None).cast(c.lake_type))
+    snapshot = rows.select(RECORD_KEY, "is_deleted", spark_row_hash(schema).alias(ROW_HASH)).cache()
     try:
         rows = snapshot.count()
         dupes = snapshot.groupBy(RECORD_KEY).count().where("count > 1")
         n_dupes = dupes.count()
         sample = [int(r[RECORD_KEY]) for r in dupes.limit(SAMPLE).collect()]
         flagged = snapshot.where(_flagged()).count()
-        digest = spark_digest(live_rows(snapshot))
+        digest = spark_digest(live_rows(snapshot), schema=schema)
     finally:
         snapshot.unpersist()
     state = _with_commit(
@@ -148,19 +157,22 @@ def incremental_state(
     previous: dict[str, Any],
     commit: CommitInfo,
     commits: int,
+    schema: LakeSchema | None = None,
 ) -> TableState:
     """The state at ``commit`` from ``previous`` (the state at an earlier commit) and the change
     feed of the ``commits`` commits since."""
-    changes = read_changes(spark, table.base_path, previous["completed"], commit.completed).cache()
+    changes = read_changes(
+        spark, table.base_path, previous["completed"], commit.completed, schema
+    ).cache()
     try:
         span = first_and_last(changes)
-        before, after = image_rows(span, "before"), image_rows(span, "after")
+        before, after = image_rows(span, "before", schema), image_rows(span, "after", schema)
         # Both sides, live or flagged, in one job: their digests and their row counts.
-        images = before.select(F.lit(False).alias("_after"), *_hashed()).unionByName(
-            after.select(F.lit(True).alias("_after"), *_hashed())
+        images = before.select(F.lit(False).alias("_after"), *_hashed(schema)).unionByName(
+            after.select(F.lit(True).alias("_after"), *_hashed(schema))
         )
-        sides = spark_digests(images, ("_after", "_flagged"))
-        empty = empty_digest()
+        sides = spark_digests(images, ("_after", "_flagged"), schema=schema)
+        empty = empty_digest(schema=schema)
 
         def side(after: bool, flagged: bool) -> dict[str, Any]:
             return sides.get((after, flagged), empty)
@@ -194,13 +206,14 @@ def incremental_state(
     return TableState(state, n_dupes, sample)
 
 
-def usable(previous: dict[str, Any] | None) -> bool:
-    """Whether a reported state can be carried on from (same digest version, names its commit,
-    has the counts)."""
+def usable(previous: dict[str, Any] | None, schema: LakeSchema | None = None) -> bool:
+    """Whether a reported state can be carried on from (same digest version and columns, names
+    its commit, has the counts). A change of the columns makes the next state a full scan."""
     need = ("instant", "completed", "flagged_rows", "table_rows", "digest")
     return (
         isinstance(previous, dict)
         and previous.get("version") == VERSION
+        and previous.get("columns") == (schema or OUTBOX.declared_schema()).digest_signature()
         and all(previous.get(k) is not None for k in need)
     )
 
@@ -222,16 +235,20 @@ def evaluate(
     previous: dict[str, Any] | None,
     full_scan: bool = False,
     full_scan_every: int = DEFAULT_FULL_SCAN_EVERY,
+    schema: LakeSchema | None = None,
 ) -> TableState | None:
     """The table's state at its newest commit (None for a table with no commit), the cheapest
-    way that is safe; see the module docstring."""
+    way that is safe; see the module docstring. ``schema``: the lake's columns, whose live
+    ones the digest covers (by default the outbox's as ``sql/`` declares them)."""
     # One walk of the timeline, newest first, as far back as the previous state's commit.
     timeline = completed_commits(spark, table.base_path, newest_first=True)
     newest = next(timeline, None)
     if newest is None:
         return None
     since = None
-    if previous is not None and usable(previous):
+    if previous is not None and not usable(previous, schema):
+        previous = None  # another digest version or other columns: rescan in full
+    if previous is not None:
         since = commits_since(itertools.chain([newest], timeline), previous["instant"])
     if previous is not None and since == [] and not full_scan:
         return TableState({**previous, "mode": "carried"})
@@ -249,14 +266,14 @@ def evaluate(
     )
     if can_follow and not full_scan and not due:
         assert previous is not None and since is not None
-        return incremental_state(spark, table, previous, newest, len(since))
-    state = full_state(spark, table, newest)
+        return incremental_state(spark, table, previous, newest, len(since), schema)
+    state = full_state(spark, table, newest, schema)
     followed: TableState | None = None
     if previous is not None and since == []:
         followed = TableState(previous)  # nothing committed since: the kept state is current
     elif can_follow and since:
         assert previous is not None
-        followed = incremental_state(spark, table, previous, newest, len(since))
+        followed = incremental_state(spark, table, previous, newest, len(since), schema)
     if followed is not None:
         diff = compare_digests(state.digest, followed.digest)
         counts_equal = (followed.flagged_rows, followed.table_rows) == (

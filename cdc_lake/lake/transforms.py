@@ -50,77 +50,61 @@ from functools import reduce
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import (
-    IntegerType,
-    LongType,
-    StringType,
-    StructField,
-    StructType,
-)
+from pyspark.sql.types import IntegerType, LongType, StringType, StructType
 
 from cdc_lake.lake import ordering as O
+from cdc_lake.lake.schema import LakeSchema
+from cdc_lake.lake.tables import OUTBOX
 
 CORRUPT_COLUMN = "_corrupt_record"
 # Optional input column: a reason found before parsing (invalid UTF-8, too long), or null.
 INPUT_ERROR = "input_error"
 OPS = tuple(O.OP_RANK)
-REQUIRED_FIELDS = ("order_id", "__op", "__lsn", "__source_ts_ms")
 MAX_SOURCE_TS_MS = O.MAX_SOURCE_TS_MS
 NULL_PARTITION = "__null__"
 # The sink's key ends with +<partition>+<start offset, 20 digits>.jsonl.
 KEY_POSITION = r"\+(\d+)\+(\d{20})\.jsonl$"
 
-RAW_EVENT_SCHEMA = StructType(
-    [
-        StructField("order_id", LongType()),
-        StructField("customer_id", StringType()),
-        StructField("order_date", IntegerType()),
-        StructField("required_date", IntegerType()),
-        StructField("shipped_date", IntegerType()),
-        StructField("order_items", StringType()),
-        StructField("products", StringType()),
-        StructField("customer", StringType()),
-        StructField("employee", StringType()),
-        StructField("shipper", StringType()),
-        StructField("shipment", StringType()),
-        StructField("updated_at", StringType()),
-        StructField("__deleted", StringType()),
-        StructField("__op", StringType()),
-        StructField("__db", StringType()),
-        StructField("__table", StringType()),
-        StructField("__schema", StringType()),
-        StructField("__lsn", LongType()),
-        StructField("__source_ts_ms", LongType()),
-        # Debezium's source.snapshot: first, true, last, ..., false or incremental.
-        StructField("__source_snapshot", StringType()),
-        # Added by Connect's InsertField transform on the sink; absent in lines written before.
-        StructField("__kafka_topic", StringType()),
-        StructField("__kafka_partition", IntegerType()),
-        StructField("__kafka_offset", LongType()),
-        StructField(CORRUPT_COLUMN, StringType()),
-    ]
+# Debezium's own fields (ExtractNewRecordState's add.fields, the delete rewrite) and the sink's,
+# after the table's columns in every raw line: (name, Spark type).
+META_FIELDS: tuple[tuple[str, str], ...] = (
+    ("__deleted", "string"),
+    ("__op", "string"),
+    ("__db", "string"),
+    ("__table", "string"),
+    ("__schema", "string"),
+    ("__lsn", "bigint"),
+    ("__source_ts_ms", "bigint"),
+    # Debezium's source.snapshot: first, true, last, ..., false or incremental.
+    ("__source_snapshot", "string"),
+    # Added by Connect's InsertField transform on the sink; absent in lines written before.
+    ("__kafka_topic", "string"),
+    ("__kafka_partition", "int"),
+    ("__kafka_offset", "bigint"),
 )
+# The lake's own columns after the table's: the change's metadata and the merge rule's.
+CDC_COLUMNS = ("cdc_op", "cdc_lsn", "cdc_source_ts_ms", "is_deleted", O.ORDERING_FIELD)
+# Fields of a line that are neither the table's columns nor META_FIELDS (a schema change).
+UNKNOWN_FIELDS = "unknown_fields"
 
-LAKE_COLUMNS = (
-    "order_id",
-    "customer_id",
-    "order_date",
-    "required_date",
-    "shipped_date",
-    "order_items",
-    "products",
-    "customer",
-    "employee",
-    "shipper",
-    "shipment",
-    "updated_at",
-    "cdc_op",
-    "cdc_lsn",
-    "cdc_source_ts_ms",
-    "is_deleted",
-    "cdc_ordering",
-    "order_year",
-)
+
+def _schema(schema: LakeSchema | None) -> LakeSchema:
+    return schema if schema is not None else OUTBOX.declared_schema()
+
+
+def raw_event_schema(schema: LakeSchema | None = None) -> StructType:
+    """A raw line's schema: the table's columns, Debezium's and the sink's fields, and the
+    corrupt-record column of PERMISSIVE parsing."""
+    return _schema(schema).raw_struct((*META_FIELDS, (CORRUPT_COLUMN, "string")))
+
+
+def required_fields(schema: LakeSchema | None = None) -> tuple[str, ...]:
+    return (_schema(schema).key, "__op", "__lsn", "__source_ts_ms")
+
+
+def lake_columns(schema: LakeSchema | None = None) -> tuple[str, ...]:
+    """The lake row's columns, in ``to_lake_rows``' order."""
+    return (*_schema(schema).names, *CDC_COLUMNS, OUTBOX.partition_field)
 
 
 def lines_from_text(spark: SparkSession, key_and_text: list[tuple[str, str]]) -> DataFrame:
@@ -152,14 +136,19 @@ def lines_from_text(spark: SparkSession, key_and_text: list[tuple[str, str]]) ->
     )
 
 
-def parse_raw_lines(lines: DataFrame) -> DataFrame:
-    """Parse ``(source_key, line_no, value)`` lines into events.
+def parse_raw_lines(lines: DataFrame, schema: LakeSchema | None = None) -> DataFrame:
+    """Parse ``(source_key, line_no, value)`` lines into events of the table ``schema``
+    describes (by default the outbox as ``sql/`` declares it).
 
-    Output: the ``RAW_EVENT_SCHEMA`` columns (``_corrupt_record`` included), ``source_key``,
-    ``line_no``, ``value`` and ``error`` (null for a good line). Blank lines are dropped. When
-    ``lines`` has an ``input_error`` column (``ingest.read_lines``), a line with one is not
-    parsed and that is its error.
+    Output: the ``raw_event_schema`` columns (``_corrupt_record`` included), ``source_key``,
+    ``line_no``, ``value``, ``error`` (null for a good line) and ``unknown_fields``: the line's
+    top-level fields that are neither the table's columns nor Debezium's or the sink's (a
+    column the lake does not know: the ingestion stops on it, see ``cdc_lake/lake/ingest.py``).
+    Blank lines are dropped. When ``lines`` has an ``input_error`` column
+    (``ingest.read_lines``), a line with one is not parsed and that is its error.
     """
+    schema = _schema(schema)
+    struct = raw_event_schema(schema)
     value = F.col("value")
     if INPUT_ERROR not in lines.columns:
         lines = lines.withColumn(INPUT_ERROR, F.lit(None).cast(StringType()))
@@ -169,11 +158,13 @@ def parse_raw_lines(lines: DataFrame) -> DataFrame:
     # hide type errors in fields nobody selects.
     event = F.from_json(
         to_parse,
-        RAW_EVENT_SCHEMA,
+        struct,
         {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT_COLUMN},
     )
     # from_json stops after the first value; as an array element, trailing content is an error.
     n_values = F.json_array_length(F.concat(F.lit("["), to_parse, F.lit("]")))
+    known = F.array(*[F.lit(f.name) for f in struct.fields if f.name != CORRUPT_COLUMN])
+    unknown = F.array_except(F.json_object_keys(to_parse), known)
     parsed = (
         lines.where(value.isNotNull() & ~value.rlike(r"^\s*$"))
         # Parsing inside a generator: the optimizer would otherwise push a later filter on
@@ -183,21 +174,33 @@ def parse_raw_lines(lines: DataFrame) -> DataFrame:
             "line_no",
             "value",
             INPUT_ERROR,
-            F.inline(F.array(F.struct(event.alias("_event"), n_values.alias("_n_values")))),
+            F.inline(
+                F.array(
+                    F.struct(
+                        event.alias("_event"),
+                        n_values.alias("_n_values"),
+                        unknown.alias(UNKNOWN_FIELDS),
+                    )
+                )
+            ),
         )
-        .select("_event.*", "source_key", "line_no", "value", INPUT_ERROR, "_n_values")
+        .select(
+            "_event.*", "source_key", "line_no", "value", INPUT_ERROR, "_n_values", UNKNOWN_FIELDS
+        )
     )
     partial = lines.sparkSession.conf.get("spark.sql.json.enablePartialResults", "true")
-    error = _error_reason(F.col("_n_values"), precise_types=partial == "true")
+    error = _error_reason(schema, F.col("_n_values"), precise_types=partial == "true")
     return parsed.withColumn("error", error).drop("_n_values", INPUT_ERROR)
 
 
-def _error_reason(n_values: Column, precise_types: bool) -> Column:
+def _error_reason(schema: LakeSchema, n_values: Column, precise_types: bool) -> Column:
     """The first problem of a line, or null. A CASE, so a good line costs one pass of checks."""
     value = F.col("value")
     if precise_types:
         # Null after parsing although the line has a non-null value there: that field's type.
-        typed = [f for f in RAW_EVENT_SCHEMA.fields if not isinstance(f.dataType, StringType)]
+        typed = [
+            f for f in raw_event_schema(schema).fields if not isinstance(f.dataType, StringType)
+        ]
         culprits = F.concat_ws(
             ", ",
             *[
@@ -214,12 +217,13 @@ def _error_reason(n_values: Column, precise_types: bool) -> Column:
         wrong_type = F.lit("wrong type")
 
     # Incremental-snapshot reads (r) carry no LSN; every other change must.
-    absent = {name: F.col(name).isNull() for name in REQUIRED_FIELDS}
+    required = required_fields(schema)
+    absent = {name: F.col(name).isNull() for name in required}
     absent["__lsn"] = absent["__lsn"] & (F.col("__op") != "r")
-    missing = F.concat_ws(", ", *[F.when(absent[name], F.lit(name)) for name in REQUIRED_FIELDS])
+    missing = F.concat_ws(", ", *[F.when(absent[name], F.lit(name)) for name in required])
     op, deleted = F.col("__op"), F.col("__deleted")
-    ts, updated_at = F.col("__source_ts_ms"), F.col("updated_at")
-    return (
+    ts = F.col("__source_ts_ms")
+    reason = (
         F.when(F.col(INPUT_ERROR).isNotNull(), F.col(INPUT_ERROR))
         .when(n_values.isNull(), F.lit("not valid JSON"))
         .when(n_values != 1, F.lit("more than one JSON value on the line"))
@@ -237,11 +241,14 @@ def _error_reason(n_values: Column, precise_types: bool) -> Column:
         .when(F.col("__lsn") < 0, F.lit("__lsn is negative"))
         .when(F.col("__kafka_offset") < 0, F.lit("__kafka_offset is negative"))
         .when((ts < 0) | (ts > MAX_SOURCE_TS_MS), F.lit("__source_ts_ms out of range"))
-        .when(
-            updated_at.isNotNull() & F.try_to_timestamp(updated_at).isNull(),
-            F.lit("updated_at is not a timestamp"),
-        )
     )
+    for name in schema.timestamp_columns():
+        text = F.col(name)
+        reason = reason.when(
+            text.isNotNull() & F.try_to_timestamp(text).isNull(),
+            F.lit(f"{name} is not a timestamp"),
+        )
+    return reason
 
 
 def with_kafka_position(parsed: DataFrame, topic: str) -> DataFrame:
@@ -288,32 +295,19 @@ def split_valid(parsed: DataFrame) -> tuple[DataFrame, DataFrame]:
     good: the event columns plus ``source_key`` and ``line_no``. bad: ``source_key``,
     ``line_no``, ``error``, ``value``. Both re-read ``parsed``: persist it if using both.
     """
-    good = parsed.where(F.col("error").isNull()).drop("error", CORRUPT_COLUMN, "value")
+    good = parsed.where(F.col("error").isNull()).drop(
+        "error", CORRUPT_COLUMN, "value", UNKNOWN_FIELDS
+    )
     bad = parsed.where(F.col("error").isNotNull()).select("source_key", "line_no", "error", "value")
     return good, bad
 
 
-def to_lake_rows(good: DataFrame) -> DataFrame:
-    """Good events as rows of the lake table, columns as in ``LAKE_COLUMNS``."""
-
-    def days(name: str) -> Column:
-        return F.date_from_unix_date(F.col(name)).alias(name)
-
-    order_date = F.date_from_unix_date(F.col("order_date"))
+def to_lake_rows(good: DataFrame, schema: LakeSchema | None = None) -> DataFrame:
+    """Good events as rows of the lake table, columns as ``lake_columns`` says."""
+    schema = _schema(schema)
+    partition_from = F.date_from_unix_date(F.col(OUTBOX.partition_from))
     return good.select(
-        F.col("order_id").cast(LongType()).alias("order_id"),
-        F.trim(F.col("customer_id")).alias("customer_id"),  # bpchar in PostgreSQL: blank padded
-        order_date.alias("order_date"),
-        days("required_date"),
-        days("shipped_date"),
-        "order_items",
-        "products",
-        "customer",
-        "employee",
-        "shipper",
-        "shipment",
-        # try_: null, not an ANSI-mode failure; parse_raw_lines has already rejected bad text.
-        F.try_to_timestamp(F.col("updated_at")).alias("updated_at"),
+        *schema.to_lake(),
         F.col("__op").alias("cdc_op"),
         F.col("__lsn").alias("cdc_lsn"),
         F.col("__source_ts_ms").alias("cdc_source_ts_ms"),
@@ -321,5 +315,7 @@ def to_lake_rows(good: DataFrame) -> DataFrame:
             "is_deleted"
         ),
         O.ordering(F.col("__source_ts_ms"), F.col("__lsn")).alias(O.ORDERING_FIELD),
-        F.coalesce(F.date_format(order_date, "yyyy"), F.lit(NULL_PARTITION)).alias("order_year"),
+        F.coalesce(F.date_format(partition_from, "yyyy"), F.lit(NULL_PARTITION)).alias(
+            OUTBOX.partition_field
+        ),
     )

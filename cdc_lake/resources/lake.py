@@ -16,6 +16,7 @@ import dagster as dg
 from cdc_lake.aws.glue import glue_sync_options
 from cdc_lake.lake.hudi import HudiTableConfig
 from cdc_lake.lake.ingest import DEFAULT_MAX_LINE_MB
+from cdc_lake.lake.schema import SourceColumn
 from cdc_lake.lake.table_state import DEFAULT_FULL_SCAN_EVERY
 from cdc_lake.marts.items_table import ItemsTableConfig
 from cdc_lake.resources.streaming import CdcPipelineResource
@@ -90,11 +91,16 @@ class LakeResource(dg.ConfigurableResource):
         replay_from_offset: int | None = None,
         previous_state: dict[str, Any] | None = None,
         full_scan: bool = False,
+        source_columns: list[SourceColumn] | None = None,
     ) -> dict[str, Any]:
         """The ``upsert`` app's parameters: plain JSON, the same for local Spark and EMR.
         ``previous_state``: the table state the last run reported (``live_key_digest``), which
-        the checks go on from; ``full_scan``: rescan the table in full instead."""
+        the checks go on from; ``full_scan``: rescan the table in full instead;
+        ``source_columns``: the source table's columns, as its catalog lists them now."""
         return {
+            "source_columns": [asdict(c) for c in source_columns]
+            if source_columns is not None
+            else None,
             "previous_state": previous_state,
             "full_scan": full_scan,
             "full_scan_every": self.full_scan_every,

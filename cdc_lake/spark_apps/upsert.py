@@ -10,6 +10,11 @@ reports whether the two agreed (``incremental_matches_rescan``); see
 ``cdc_lake/lake/table_state.py``. With nothing new it commits nothing and reports the newest
 commit's figures (``commit_instant``, counts) with ``new_commit`` false. It runs locally or on
 EMR by name through ``cdc_lake/spark_apps/run.py``.
+
+The source table's columns come in the parameters (``source_columns``: what the lake asset read
+from the source's catalog); the lake's columns follow them (``cdc_lake/lake/schema.py``), and a
+change the lake cannot take fails the app before anything is written. The lake's columns and
+schema version are reported (``lake_schema``).
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from cdc_lake.lake.digest import empty_digest
 from cdc_lake.lake.hudi import HudiTableConfig, latest_commit, table_exists
 from cdc_lake.lake.ingest import DEFAULT_MAX_LINE_MB, RawSource, ingest_new_files
+from cdc_lake.lake.schema import SourceColumn
 from cdc_lake.lake.table_state import DEFAULT_FULL_SCAN_EVERY, TableState, evaluate
 from cdc_lake.spark_apps.report import AppReport, meta
 
@@ -39,7 +45,11 @@ def run_upsert(spark: SparkSession, s3_client: Any, params: dict[str, Any]) -> A
         quarantine_path=quarantine_path,
         replay_from=params.get("replay_from_offset"),
         max_line_mb=params.get("max_line_mb", DEFAULT_MAX_LINE_MB),
+        source_columns=[SourceColumn(**c) for c in params["source_columns"]]
+        if params.get("source_columns") is not None
+        else None,
     )
+    schema = result.schema
     exists = table_exists(spark, table.base_path)
     # Nothing committed: report the newest commit's figures, never "none" over a real table.
     commit = result.committed or (latest_commit(spark, table.base_path) if exists else None)
@@ -67,9 +77,11 @@ def run_upsert(spark: SparkSession, s3_client: Any, params: dict[str, Any]) -> A
         "s3_list_requests": meta(result.list_requests, "int"),
         "seconds": meta(round(result.seconds, 2), "float"),
     }
+    if schema is not None:
+        report.metadata["lake_schema"] = meta(schema.to_json(), "json")
     if not exists:
         report.metadata["dagster/row_count"] = meta(0, "int")
-        report.metadata["live_key_digest"] = meta(empty_digest(), "json")
+        report.metadata["live_key_digest"] = meta(empty_digest(schema=schema), "json")
         reason = meta("table does not exist yet: no raw files ingested", "text")
         for name in ("order_id_unique", "no_deleted_orders", "incremental_matches_rescan"):
             report.check(name, False, reason=reason)
@@ -80,6 +92,7 @@ def run_upsert(spark: SparkSession, s3_client: Any, params: dict[str, Any]) -> A
         params.get("previous_state"),
         full_scan=bool(params.get("full_scan")),
         full_scan_every=int(params.get("full_scan_every", DEFAULT_FULL_SCAN_EVERY)),
+        schema=schema,
     )
     assert state is not None  # the table exists, so it has a commit
     report_state(report, state, table.delete_mode)

@@ -10,6 +10,13 @@ from typing import Any
 
 from cdc_lake.lake.hudi import HudiTableConfig
 from cdc_lake.lake.ingest import RawSource
+from cdc_lake.lake.tables import OUTBOX
+
+# A value of each kind of column, as Debezium writes it, for columns an event is not given.
+KIND_VALUES: dict[str, Any] = {
+    "int": 0, "bool": False, "text": "x", "trimmed": "X", "json": "{}", "decimal": "0",
+    "date": 0, "timestamptz": "2026-01-01T00:00:00Z",
+}  # fmt: skip
 
 # The default pipeline's topic name, under a prefix of its own.
 TOPIC = "cdc.datalake.cdc_events"
@@ -25,21 +32,32 @@ def event(
     order_date: int = 9700,
     items: list[dict[str, Any]] | None = None,
     customer_id: str = "ALFKI",
+    **values: Any,
 ) -> dict[str, Any]:
+    """One outbox change as the sink writes it: every column of the outbox (as ``sql/``
+    declares it; ``values`` for any of them, or for columns added since), then Debezium's
+    fields."""
     items = items if items is not None else [
         {"product_id": 1, "unit_price": 10.0, "quantity": 2, "discount": 0.0}
     ]  # fmt: skip
     products = [{"product_id": i["product_id"], "product_name": f"P{i['product_id']}"}
                 for i in items]  # fmt: skip
-    return {
+    given = {
         "order_id": order_id, "customer_id": customer_id, "order_date": order_date,
         "required_date": order_date + 28, "shipped_date": shipped_date,
         "order_items": json.dumps(items), "products": json.dumps(products),
         "customer": json.dumps({"customer_id": customer_id}), "employee": "{}",
         "shipper": "{}", "shipment": json.dumps({"freight": 1.5}),
-        "updated_at": "2026-01-01T00:00:00Z", "__deleted": "true" if deleted else "false",
-        "__op": op, "__db": "cdc_lake", "__table": "cdc_events", "__schema": "datalake",
-        "__lsn": lsn, "__source_ts_ms": ts,
+        "updated_at": "2026-01-01T00:00:00Z", **values,
+    }  # fmt: skip
+    # Values for columns sql/ does not declare (added at the source since) come after.
+    columns = {
+        c.name: given[c.name] if c.name in given else KIND_VALUES[c.kind]
+        for c in OUTBOX.declared_schema().columns
+    } | given
+    return {
+        **columns, "__deleted": "true" if deleted else "false", "__op": op, "__db": "cdc_lake",
+        "__table": "cdc_events", "__schema": "datalake", "__lsn": lsn, "__source_ts_ms": ts,
     }  # fmt: skip
 
 

@@ -25,17 +25,20 @@ from cdc_lake.lake.digest import (
     spark_digest,
 )
 from cdc_lake.lake.ingest import read_table
-from cdc_lake.lake.transforms import LAKE_COLUMNS
+from cdc_lake.lake.transforms import lake_columns
 from cdc_lake.resources.local import local_resources
 from cdc_lake_tests.lake.test_pipeline import catch_up
 
 JSON_COLUMNS = ("order_items", "products", "customer", "employee", "shipper", "shipment")
 
 
-def digest(buckets: dict[str, list[int]], n: int = BUCKETS) -> dict:
+def digest(
+    buckets: dict[str, list[int]], n: int = BUCKETS, columns: list[str] | None = None
+) -> dict:
     return {
         "version": VERSION,
         "buckets": n,
+        "columns": columns if columns is not None else empty_digest()["columns"],
         "rows": sum(v[0] for v in buckets.values()),
         "digest": buckets,
     }
@@ -60,6 +63,11 @@ def test_adding_and_subtracting_digests_replaces_rows():
     assert compare_digests(out, add_digests(out, digest({}), digest({}))).equal
     with pytest.raises(ValueError, match="buckets"):
         add_digests(base, digest({}, n=8), digest({}))
+    # Digests over other columns (a schema change) are not added up either.
+    with pytest.raises(ValueError, match="columns"):
+        add_digests(base, digest({}, columns=["order_id:int", "x:text"]), digest({}))
+    with pytest.raises(ValueError, match="columns"):
+        compare_digests(base, digest({}, columns=["order_id:int", "x:text"]))
 
 
 def test_missing_and_extra_keys_are_key_differences():
@@ -183,7 +191,7 @@ def _lake_digest(result: dg.ExecuteInProcessResult) -> dict:
     (mat,) = [m for m in mats if m.asset_key == HUDI_KEY]
     state = mat.metadata["live_key_digest"].value
     assert isinstance(state, dict)
-    return {k: state[k] for k in ("version", "buckets", "rows", "digest")}
+    return {k: state[k] for k in ("version", "buckets", "columns", "rows", "digest")}
 
 
 def _copy_prefix(client, bucket: str, source: str, target: str) -> int:
@@ -243,7 +251,7 @@ def test_digest_matches_the_outbox_and_catches_a_stale_row(
         table.where(F.col("order_id") == victim)
         .withColumn("shipped_date", F.date_add(F.col("shipped_date"), 1))
         .withColumn("cdc_ordering", ordering)
-        .select(*LAKE_COLUMNS, F.lit(False).alias("_hoodie_is_deleted"))
+        .select(*lake_columns(), F.lit(False).alias("_hoodie_is_deleted"))
     )
     options = own["lake"].table_config().write_options()
     stale.write.format("hudi").options(**options).mode("append").save(path)

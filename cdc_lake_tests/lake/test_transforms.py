@@ -15,10 +15,10 @@ from pyspark.sql.types import (
 )
 
 from cdc_lake.lake.transforms import (
-    LAKE_COLUMNS,
-    RAW_EVENT_SCHEMA,
+    lake_columns,
     lines_from_text,
     parse_raw_lines,
+    raw_event_schema,
     split_valid,
 )
 from cdc_lake_tests.lake.rows import KEY, event, lake_rows, line
@@ -30,7 +30,7 @@ def test_realistic_event_becomes_a_lake_row(plain_spark: SparkSession):
     raw = event(customer_id="AAAAS ")  # bpchar arrives blank padded
     lake = lake_rows(plain_spark, [raw])
 
-    assert tuple(lake.columns) == LAKE_COLUMNS
+    assert tuple(lake.columns) == lake_columns()
     types = {f.name: f.dataType for f in lake.schema.fields}
     assert types["order_id"] == LongType()
     assert types["order_date"] == types["required_date"] == types["shipped_date"] == DateType()
@@ -154,7 +154,7 @@ def test_spark_from_json_permissive_behaviour_we_rely_on(plain_spark: SparkSessi
         line(order_id=1) + " trailing",
     ]
     df = lines_from_text(plain_spark, [(KEY, "\n".join(texts))]).orderBy("line_no")
-    rows = df.select(F.from_json("value", RAW_EVENT_SCHEMA, options).alias("e")).collect()
+    rows = df.select(F.from_json("value", raw_event_schema(), options).alias("e")).collect()
     wrong_order_id, wrong_lsn, number_as_string, trailing = (r["e"] for r in rows)
     # Wrong type: the line lands in _corrupt_record and the other fields survive.
     assert wrong_order_id["_corrupt_record"] == texts[0]

@@ -19,6 +19,11 @@ UI, the sensor and ``matches_source`` keep seeing the last real commit
 (``cdc_lake/defs/unchanged.py``). Anything else (no earlier materialization, a table that moved
 without this instance, a replay) takes the Spark path, which also reports the newest commit's
 figures when it commits nothing. The data version is the commit instant.
+The source table's columns are read from PostgreSQL's catalog at each run and passed to the
+upsert app, which evolves the lake's columns to follow them or fails before committing when it
+cannot (``cdc_lake/lake/schema.py``). The metadata shows the lake's columns
+(``dagster/column_schema``, the UI's Columns tab) and its ``schema_version``; a change of the
+source's columns since the last run always takes the Spark path.
 The upsert app (``cdc_lake/spark_apps/upsert.py``) runs on local Spark or on EMR, as the
 ``spark_jobs`` resource decides, and evaluates the key and delete checks right after its commit.
 See ``cdc_lake/lake/ingest.py`` for the details.
@@ -39,9 +44,12 @@ from cdc_lake.defs.unchanged import (
     latest_materialization,
 )
 from cdc_lake.lake.checkpoint import is_legacy, pending
+from cdc_lake.lake.schema import LakeSchema, SourceColumn, columns_from_catalog, describe_change
+from cdc_lake.lake.tables import OUTBOX
 from cdc_lake.lake.timeline import instant_time, newest_commit_instant
 from cdc_lake.raw.objects import RawLayout
 from cdc_lake.resources.lake import LakeResource
+from cdc_lake.resources.source import PostgresResource
 from cdc_lake.resources.spark import SparkLauncher
 from cdc_lake.resources.streaming import CdcPipelineResource
 
@@ -93,16 +101,18 @@ def cdc_events_hudi(
     cdc: CdcPipelineResource,
     lake: LakeResource,
     s3: S3Resource,
+    postgres: PostgresResource,
 ) -> dg.MaterializeResult:
     """The current state of every order, one row per order_id, upserted from the raw CDC files
     into an Apache Hudi table (COPY_ON_WRITE by default). Dates are DATE, updated_at TIMESTAMP;
     order_items, products, customer, employee, shipper and shipment stay JSON strings."""
     previous = latest_materialization(context.instance, HUDI_KEY)
+    source_columns = _source_columns(postgres)
     if config.replay_from_offset is not None:
         context.log.info(f"replaying the raw files from offset {config.replay_from_offset}")
     elif config.full_scan:
         context.log.info("full scan requested: the checks rescan the whole table")
-    elif (same := _nothing_new(context, s3, cdc, lake, previous)) is not None:
+    elif (same := _nothing_new(context, s3, cdc, lake, previous, source_columns)) is not None:
         return same
     state = previous[1].get("live_key_digest") if previous else None
     params = lake.upsert_params(
@@ -111,6 +121,7 @@ def cdc_events_hudi(
         # The checks go on from the state the last run reported (cdc_lake/lake/table_state.py).
         previous_state=state.value if state is not None and isinstance(state.value, dict) else None,
         full_scan=config.full_scan,
+        source_columns=source_columns,
     )
     outcome = spark_jobs.run(context, "upsert", params)
     instant = str(outcome.metadata["commit_instant"].value)
@@ -120,7 +131,47 @@ def cdc_events_hudi(
     extra = {}
     if (when := instant_time(instant)) is not None:
         extra["commit_time"] = dg.MetadataValue.timestamp(when)
+    if (schema_meta := outcome.metadata.get("lake_schema")) is not None:
+        schema = LakeSchema.from_json(schema_meta.value)
+        extra |= schema_metadata(schema)
+        old = previous[1].get("lake_schema") if previous else None
+        old_schema = (
+            LakeSchema.from_json(old.value) if old and isinstance(old.value, dict) else None
+        )
+        if (change := describe_change(old_schema, schema)) is not None:
+            context.log.info(change)
+            extra["schema_change"] = dg.MetadataValue.text(change)
+        if schema.dropped:
+            context.log.warning(
+                f"columns dropped at the source, kept in the lake: {', '.join(schema.dropped)}"
+            )
     return outcome.materialize_result(context, data_version=version, **extra)
+
+
+def _source_columns(postgres: PostgresResource) -> list[SourceColumn]:
+    conn = postgres.connect()
+    try:
+        return columns_from_catalog(conn, OUTBOX.source)
+    finally:
+        conn.close()
+
+
+def schema_metadata(schema: LakeSchema) -> dict[str, dg.MetadataValue]:
+    """The lake's columns for the UI's Columns tab, and the schema version."""
+    columns = [
+        dg.TableColumn(
+            c.name,
+            c.lake_type,
+            description=f"dropped at the source (was {c.name} {c.source_type})"
+            if c.dropped
+            else f"source: {c.source_type}",
+        )
+        for c in schema.columns
+    ]
+    return {
+        "dagster/column_schema": dg.MetadataValue.table_schema(dg.TableSchema(columns=columns)),
+        "schema_version": dg.MetadataValue.int(schema.version),
+    }
 
 
 def _nothing_new(
@@ -129,12 +180,20 @@ def _nothing_new(
     cdc: CdcPipelineResource,
     lake: LakeResource,
     previous: tuple[str, dict[str, dg.MetadataValue]] | None,
+    source_columns: list[SourceColumn],
 ) -> dg.MaterializeResult | None:
     """The carried-forward result when the table provably has all there is, else None."""
     t0 = time.monotonic()
     if previous is None:
         return None
     meta = previous[1]
+    recorded = meta.get("lake_schema")
+    if recorded is None or not isinstance(recorded.value, dict):
+        return None
+    taken = sorted((c.name, c.source_type) for c in LakeSchema.from_json(recorded.value).live)
+    if taken != sorted((c.name, c.pg_type) for c in source_columns):
+        context.log.info("the source's columns changed since the last run")
+        return None
     instant = meta.get("commit_instant")
     checkpoint = checkpoint_of(meta)
     if instant is None or instant.value == "none" or not checkpoint or is_legacy(checkpoint):

@@ -11,7 +11,13 @@ asset's check specs). Here:
   app, on local Spark and on EMR alike. Differing buckets are reported as key differences (rows
   missing or extra) or content differences (stale rows). While raw files or topic records are
   still pending, the lake cannot match yet: the check then fails with WARN severity and says
-  what is pending. A mismatch with nothing pending is an ERROR.
+  what is pending. A mismatch with nothing pending is an ERROR. Both digests cover the same
+  columns: the source's, read from its catalog now, against those the lake's last refresh took.
+  If they differ, the lake has not taken the source's schema change yet and the check says so.
+- ``schema_matches_source``: the lake's columns (the last refresh's ``lake_schema``) against the
+  source's catalog now. A source column the lake lacks, or whose type it took differently, is an
+  ERROR (refresh; if the refresh fails, its error names the change it cannot take). A column
+  dropped at the source and kept in the lake is a WARN that names it.
 """
 
 from typing import Any
@@ -22,6 +28,8 @@ from dagster_aws.s3 import S3Resource
 from cdc_lake.defs.keys import HUDI_KEY
 from cdc_lake.lake.checkpoint import Checkpoint, is_legacy, pending
 from cdc_lake.lake.digest import VERSION, compare_digests, source_digest
+from cdc_lake.lake.schema import LakeSchema, columns_from_catalog, compare, initial
+from cdc_lake.lake.tables import OUTBOX
 from cdc_lake.raw.objects import RawLayout
 from cdc_lake.resources.lake import LakeResource
 from cdc_lake.resources.source import PostgresResource
@@ -76,7 +84,21 @@ def matches_source(
         )
     conn = postgres.connect()
     try:
-        source = source_digest(conn, lake_digest["buckets"])
+        columns = initial(OUTBOX.source, OUTBOX.key, columns_from_catalog(conn, OUTBOX.source))
+        if columns.digest_signature() != lake_digest.get("columns"):
+            added = sorted(set(columns.digest_signature()) - set(lake_digest.get("columns", [])))
+            gone = sorted(set(lake_digest.get("columns", [])) - set(columns.digest_signature()))
+            return dg.AssetCheckResult(
+                passed=False,
+                severity=dg.AssetCheckSeverity.WARN,
+                metadata={
+                    "source_columns_not_in_lake_digest": dg.MetadataValue.json(added),
+                    "lake_digest_columns_not_at_source": dg.MetadataValue.json(gone),
+                },
+                description="the source's columns changed since the lake's last refresh: "
+                "refresh the lake (schema_matches_source tells what changed)",
+            )
+        source = source_digest(conn, lake_digest["buckets"], schema=columns)
     finally:
         conn.close()
     diff = compare_digests(source, lake_digest)
@@ -117,4 +139,55 @@ def matches_source(
         severity=dg.AssetCheckSeverity.WARN if behind else dg.AssetCheckSeverity.ERROR,
         metadata=meta,
         description="not caught up yet" if behind else "caught up, yet different from source",
+    )
+
+
+@dg.asset_check(
+    asset=HUDI_KEY,
+    description="the lake's columns are the source table's: none missing, none of another type "
+    "(a column dropped at the source and kept in the lake warns)",
+)
+def schema_matches_source(
+    context: dg.AssetCheckExecutionContext, postgres: PostgresResource
+) -> dg.AssetCheckResult:
+    recorded = (_latest_lake_metadata(context) or {}).get("lake_schema")
+    if not isinstance(recorded, dict):
+        return dg.AssetCheckResult(
+            passed=False, description="the Hudi table has no recorded schema yet: materialize it"
+        )
+    lake = LakeSchema.from_json(recorded)
+    conn = postgres.connect()
+    try:
+        source = columns_from_catalog(conn, OUTBOX.source)
+    finally:
+        conn.close()
+    diff = compare(source, lake)
+    meta = {
+        "schema_version": dg.MetadataValue.int(lake.version),
+        "source_columns": dg.MetadataValue.int(len(source)),
+        "lake_columns": dg.MetadataValue.int(len(lake.columns)),
+        "missing_in_lake": dg.MetadataValue.json(list(diff.missing)),
+        "type_changed": dg.MetadataValue.json(list(diff.changed)),
+        "dropped_at_source": dg.MetadataValue.json(list(diff.dropped)),
+    }
+    if diff.equal:
+        return dg.AssetCheckResult(passed=True, metadata=meta)
+    if diff.missing or diff.changed:
+        return dg.AssetCheckResult(
+            passed=False,
+            severity=dg.AssetCheckSeverity.ERROR,
+            metadata=meta,
+            description="the lake has not taken the source's columns: "
+            + "; ".join(
+                [f"not in the lake: {', '.join(diff.missing)}"] * bool(diff.missing)
+                + [f"type changed: {', '.join(diff.changed)}"] * bool(diff.changed)
+            )
+            + ". Refresh the lake; a change it cannot take fails the refresh, naming it.",
+        )
+    return dg.AssetCheckResult(
+        passed=False,
+        severity=dg.AssetCheckSeverity.WARN,
+        metadata=meta,
+        description=f"dropped at the source, kept in the lake (null from then on): "
+        f"{', '.join(diff.dropped)}",
     )

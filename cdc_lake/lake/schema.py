@@ -1,0 +1,478 @@
+"""A captured table's columns: read from the source, evolved into the lake, and everything that
+follows from them. The one home of a table's columns.
+
+Where the columns come from
+    PostgreSQL's catalog (``columns_from_catalog``): the lake asset reads it at every refresh
+    and passes it to the upsert app, locally and on EMR. Without a database (unit tests,
+    benchmarks) the table's ``CREATE TABLE`` in ``sql/`` is read instead (``columns_from_ddl``);
+    a test on the real stack checks that both agree. Nothing else lists a table's columns.
+
+Kinds
+    Each PostgreSQL type maps to a kind (``PG_KINDS``), which fixes how Debezium writes the value
+    in a raw JSON line (ExtractNewRecordState, ``decimal.handling.mode=string``, adaptive time
+    precision), the lake column's Spark type, how the change feed's JSON images hold it, and its
+    text in the digest (``cdc_lake/lake/digest.py``). A type with no kind stops the refresh
+    (``UnsupportedColumnError``) rather than land as something else.
+
+Evolution (``evolve``), following what Hudi's Spark writer takes
+    - A column added at the source is added to the lake, nullable: rows written before read as
+      null. The lake's column order is kept and new columns go at the end.
+    - Widening an integer (``smallint`` to ``integer`` to ``bigint``) goes through: the lake
+      holds every integer as ``bigint``.
+    - A column dropped at the source stays in the lake, null from then on (a lake keeps
+      history); the ``schema_matches_source`` check names it with WARN severity.
+    - Anything else (a type narrowed or changed, a key column changed, a column renamed: the
+      catalog's ``attnum`` stays with a renamed column) raises ``SchemaChangeError`` before
+      anything is written: it names the table, the column, the old and new types, and the way
+      forward. Nothing is half-committed and no value is coerced. Hudi's own writer would not
+      stop all of these: measured on 1.1.1, it turns an ``int`` column into ``string`` when a
+      batch sends text, and a ``bigint`` key into ``double`` (so every key is written again as
+      "2.0": duplicates), without a word. It rejects only what it cannot convert (boolean to
+      int) and a batch that lacks a column, so the batch always carries every lake column, null
+      where the source has none.
+    The evolved columns and a schema version (one more at each change) go into the Hudi commit's
+    extra metadata (``SCHEMA_KEY``), atomically with the data, as the checkpoint does.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column
+    from pyspark.sql.types import StructType
+
+# Options starting with "_" become the Hudi commit's extra metadata.
+SCHEMA_KEY = "_cdc_lake.schema"
+
+
+class SchemaChangeError(ValueError):
+    """The source's columns changed in a way the lake cannot take; nothing was committed."""
+
+
+class UnsupportedColumnError(SchemaChangeError):
+    """A source column whose type has no kind (so no lake type) yet."""
+
+
+@dataclass(frozen=True)
+class Kind:
+    """How one kind of column travels. Types are Spark's ``simpleString`` names."""
+
+    name: str
+    raw: str  # the JSON field as Debezium writes it
+    lake: str  # the lake column
+    image: str  # the field in the change feed's JSON images
+
+
+KINDS: dict[str, Kind] = {
+    k.name: k
+    for k in (
+        # Every integer width as bigint, so widening smallint -> integer -> bigint at the
+        # source changes nothing in the lake.
+        Kind("int", "bigint", "bigint", "bigint"),
+        Kind("bool", "boolean", "boolean", "boolean"),
+        Kind("text", "string", "string", "string"),
+        # bpchar: blank padded in PostgreSQL, trimmed in the lake and the digest.
+        Kind("trimmed", "string", "string", "string"),
+        # jsonb as PostgreSQL prints it, which is what Debezium sends and the lake keeps.
+        Kind("json", "string", "string", "string"),
+        # decimal.handling.mode=string: the exact text, kept as text.
+        Kind("decimal", "string", "string", "string"),
+        # io.debezium.time.Date: days since 1970-01-01.
+        Kind("date", "int", "date", "int"),
+        # io.debezium.time.ZonedTimestamp: ISO-8601 text; images hold microseconds.
+        Kind("timestamptz", "string", "timestamp", "bigint"),
+    )
+}
+
+# PostgreSQL type names (format_type's, and the DDL's aliases) to kinds.
+PG_KINDS = {
+    "smallint": "int", "int2": "int", "integer": "int", "int": "int", "int4": "int",
+    "bigint": "int", "int8": "int",
+    "boolean": "bool", "bool": "bool",
+    "text": "text", "character varying": "text", "varchar": "text", "uuid": "text",
+    "character": "trimmed", "char": "trimmed", "bpchar": "trimmed",
+    "json": "json", "jsonb": "json",
+    "numeric": "decimal", "decimal": "decimal",
+    "date": "date",
+    "timestamp with time zone": "timestamptz", "timestamptz": "timestamptz",
+}  # fmt: skip
+
+# A lake type changed into another: only these widenings (Hudi promotes the stored values). The
+# integer widenings need none: every integer is a bigint in the lake.
+WIDENINGS: set[tuple[str, str]] = {("int", "bigint")}
+
+
+@dataclass(frozen=True)
+class SourceColumn:
+    """A column as the source declares it; ``pg_type`` as ``format_type`` prints it."""
+
+    name: str
+    pg_type: str
+    nullable: bool = True
+    # PostgreSQL's attnum: kept by a rename, never reused after a drop (None: not from a catalog)
+    position: int | None = None
+
+    @property
+    def base_type(self) -> str:
+        return re.sub(r"\s*\(.*\)", "", self.pg_type.strip().lower())
+
+    @property
+    def kind(self) -> str | None:
+        return PG_KINDS.get(self.base_type)
+
+
+@dataclass(frozen=True)
+class LakeColumn:
+    """A data column of the lake table. ``source_type`` is None once the source dropped it."""
+
+    name: str
+    kind: str
+    source_type: str | None
+    position: int | None = None  # the source column's attnum, when read from the catalog
+
+    @property
+    def dropped(self) -> bool:
+        return self.source_type is None
+
+    @property
+    def lake_type(self) -> str:
+        return KINDS[self.kind].lake
+
+
+@dataclass(frozen=True)
+class LakeSchema:
+    """The lake table's data columns (lake order) and its schema version."""
+
+    table: str  # the source table, schema-qualified: named in errors
+    key: str
+    columns: tuple[LakeColumn, ...]
+    version: int = 1
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(c.name for c in self.columns)
+
+    @property
+    def live(self) -> tuple[LakeColumn, ...]:
+        """The columns the source still has: what the digest covers."""
+        return tuple(c for c in self.columns if not c.dropped)
+
+    @property
+    def dropped(self) -> tuple[str, ...]:
+        return tuple(c.name for c in self.columns if c.dropped)
+
+    def column(self, name: str) -> LakeColumn:
+        return next(c for c in self.columns if c.name == name)
+
+    def digest_signature(self) -> list[str]:
+        """What a digest over these columns covers: ``name:kind`` of the live ones, sorted."""
+        return sorted(f"{c.name}:{c.kind}" for c in self.live)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "table": self.table,
+            "key": self.key,
+            "version": self.version,
+            "columns": [
+                {
+                    "name": c.name,
+                    "kind": c.kind,
+                    "source_type": c.source_type,
+                    "position": c.position,
+                }
+                for c in self.columns
+            ],
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> LakeSchema:
+        return cls(
+            table=str(data["table"]),
+            key=str(data["key"]),
+            version=int(data.get("version", 1)),
+            columns=tuple(
+                LakeColumn(str(c["name"]), str(c["kind"]), c.get("source_type"), c.get("position"))
+                for c in data["columns"]
+            ),
+        )
+
+    # Spark
+
+    def raw_struct(self, extra: Iterable[tuple[str, str]] = ()) -> StructType:
+        """The raw JSON line's schema: the data columns as Debezium writes them, then ``extra``
+        (Debezium's and the sink's own fields) as (name, Spark type)."""
+        from pyspark.sql.types import StructType, _parse_datatype_string
+
+        struct = StructType()
+        for c in self.columns:
+            struct.add(c.name, _parse_datatype_string(KINDS[c.kind].raw))
+        for name, spark_type in extra:
+            struct.add(name, _parse_datatype_string(spark_type))
+        return struct
+
+    def image_struct(self) -> StructType:
+        """A change-feed image's fields for the data columns (other keys are ignored)."""
+        from pyspark.sql.types import StructType, _parse_datatype_string
+
+        struct = StructType()
+        for c in self.columns:
+            struct.add(c.name, _parse_datatype_string(KINDS[c.kind].image))
+        return struct
+
+    def to_lake(self) -> list[Column]:
+        """The data columns of parsed raw events as lake columns."""
+        from pyspark.sql import functions as F
+
+        out = []
+        for c in self.columns:
+            col = F.col(c.name)
+            if c.kind == "trimmed":
+                col = F.trim(col)
+            elif c.kind == "date":
+                col = F.date_from_unix_date(col)
+            elif c.kind == "timestamptz":
+                # try_: null, not an ANSI-mode failure; parsing has already rejected bad text.
+                col = F.try_to_timestamp(col)
+            out.append(col.alias(c.name))
+        return out
+
+    def from_image(self, image_columns: Sequence[str]) -> list[Column]:
+        """An image's columns (``image_columns``: what the image struct holds) as lake columns."""
+        from pyspark.sql import functions as F
+
+        kinds = {c.name: c.kind for c in self.columns}
+        out = []
+        for name in image_columns:
+            kind = kinds.get(name)
+            col = F.col(name)
+            if kind == "date":
+                col = F.date_from_unix_date(col)
+            elif kind == "timestamptz":
+                col = F.timestamp_micros(col)
+            out.append(col.alias(name))
+        return out
+
+    def timestamp_columns(self) -> tuple[str, ...]:
+        return tuple(c.name for c in self.columns if c.kind == "timestamptz")
+
+
+def lake_column(column: SourceColumn, table: str) -> LakeColumn:
+    kind = column.kind
+    if kind is None:
+        raise UnsupportedColumnError(
+            f"{table}: column {column.name!r} has type {column.pg_type}, which cdc-lake cannot "
+            f"carry to the lake yet (supported: {', '.join(sorted(set(PG_KINDS)))}). Nothing was "
+            f"committed. Way forward: drop the column, change its type at the source, or leave "
+            "it out of the captured table."
+        )
+    return LakeColumn(column.name, kind, column.pg_type, column.position)
+
+
+def initial(table: str, key: str, source: Sequence[SourceColumn]) -> LakeSchema:
+    """The schema of a table about to be created from these source columns."""
+    if not any(c.name == key for c in source):
+        raise SchemaChangeError(f"{table}: the source has no key column {key!r}")
+    return LakeSchema(table, key, tuple(lake_column(c, table) for c in source))
+
+
+def _kind_of_lake_type(spark_type: str) -> str:
+    """A lake column with no recorded kind (a table written before the schema was recorded)."""
+    by_type = {"int": "int", "bigint": "int", "boolean": "bool", "date": "date",
+               "timestamp": "timestamptz", "string": "text"}  # fmt: skip
+    return by_type.get(spark_type, "text")
+
+
+def evolve(
+    table: str,
+    key: str,
+    source: Sequence[SourceColumn],
+    lake_types: Mapping[str, str] | None,
+    recorded: LakeSchema | None = None,
+) -> LakeSchema:
+    """The lake's schema after taking the source's columns (see the module docstring).
+
+    ``lake_types``: the existing lake table's data columns (lake order) and their Spark types,
+    None for a table not created yet. ``recorded``: the schema the newest commit recorded, if
+    any, for the kinds of dropped columns and the version. Raises ``SchemaChangeError``.
+    """
+    if lake_types is None:
+        return initial(table, key, source)
+    if not any(c.name == key for c in source):
+        raise SchemaChangeError(
+            f"{table}: the key column {key!r} is gone from the source. Nothing was committed. "
+            "Way forward: restore the column, or replay the raw files into a new table "
+            "(LakeResource(table_prefix=...) and `cdc-lake lake replay --from-offset 0`)."
+        )
+    by_name = {c.name: c for c in source}
+    known = {c.name: c for c in recorded.columns} if recorded else {}
+    # A rename keeps the column's attnum: a new name at a live column's position is one.
+    renamed_from = {c.position: c.name for c in known.values() if c.position and not c.dropped}
+    for c in source:
+        old = renamed_from.get(c.position) if c.position else None
+        if old and old != c.name and old not in by_name:
+            raise SchemaChangeError(
+                f"{table}: column {old!r} was renamed to {c.name!r}, which the lake cannot "
+                "take: its rows would keep their values under the old name and the new one "
+                "would be null until each row changes. Nothing was committed and the table is "
+                f"unchanged. Way forward: rename it back; or add {c.name!r} as a new column, "
+                f"copy the values over (UPDATE ... SET {c.name} = {old}) and drop {old!r}; or "
+                "replay the raw files into a new table (LakeResource(table_prefix=...) and "
+                "`cdc-lake lake replay --from-offset 0`)."
+            )
+    columns: list[LakeColumn] = []
+    for name, lake_type in lake_types.items():
+        src = by_name.get(name)
+        if src is None:
+            kind = known[name].kind if name in known else _kind_of_lake_type(lake_type)
+            columns.append(LakeColumn(name, kind, None))
+            continue
+        new = lake_column(src, table)
+        if new.lake_type != lake_type:
+            widening = (lake_type, new.lake_type) in WIDENINGS
+            if not widening or name == key:
+                old = known[name].source_type if name in known else None
+                raise SchemaChangeError(
+                    f"{table}: column {name!r} changed type from {old or lake_type} "
+                    f"(lake: {lake_type}) to {src.pg_type} (lake: {new.lake_type}), which the "
+                    "lake cannot take"
+                    + (" on its key column" if name == key else "")
+                    + ". Nothing was committed and the table is unchanged. Way forward: change "
+                    "the column back at the source, or add the new type as a new column; or "
+                    "replay the raw files into a new table (LakeResource(table_prefix=...) and "
+                    "`cdc-lake lake replay --from-offset 0`)."
+                )
+        columns.append(new)
+    columns += [lake_column(c, table) for c in source if c.name not in lake_types]
+    evolved = LakeSchema(table, key, tuple(columns))
+    if recorded is not None:
+        changed = recorded.columns != evolved.columns
+    else:
+        changed = any(c.dropped for c in columns) or [
+            (c.name, c.lake_type) for c in columns
+        ] != list(lake_types.items())
+    version = (recorded.version if recorded else 1) + int(changed)
+    return LakeSchema(table, key, evolved.columns, version)
+
+
+# Reading the source's columns
+
+
+def columns_from_catalog(conn: Any, table: str) -> list[SourceColumn]:
+    """The columns of ``schema.table`` in PostgreSQL's catalog, in attribute order."""
+    schema, name = table.split(".", 1)
+    with conn.cursor() as cur:
+        cur.execute(
+            """
+            SELECT a.attname, format_type(a.atttypid, a.atttypmod), NOT a.attnotnull, a.attnum
+            FROM pg_attribute a
+            JOIN pg_class c ON c.oid = a.attrelid
+            JOIN pg_namespace n ON n.oid = c.relnamespace
+            WHERE n.nspname = %s AND c.relname = %s AND a.attnum > 0 AND NOT a.attisdropped
+            ORDER BY a.attnum
+            """,
+            (schema, name),
+        )
+        rows = cur.fetchall()
+    if not rows:
+        raise SchemaChangeError(f"{table}: no such table in the source database")
+    return [SourceColumn(str(n), str(t), bool(null), int(pos)) for n, t, null, pos in rows]
+
+
+_CREATE = re.compile(
+    r"CREATE\s+TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?(?P<name>[\w.]+)\s*\((?P<body>.*?)\)\s*;",
+    re.IGNORECASE | re.DOTALL,
+)
+
+
+def columns_from_ddl(sql: str, table: str) -> list[SourceColumn]:
+    """The columns of ``table`` (``schema.name``; the DDL may leave the schema to its
+    search_path) as its ``CREATE TABLE`` in ``sql`` declares them."""
+    name = table.split(".")[-1]
+    for m in _CREATE.finditer(sql):
+        if m.group("name").split(".")[-1] != name:
+            continue
+        out = []
+        for part in _split_top_level(m.group("body")):
+            words = part.split()
+            if not words or words[0].upper() in ("PRIMARY", "UNIQUE", "CONSTRAINT", "CHECK"):
+                continue
+            type_words = []
+            for w in words[1:]:
+                if w.upper() in ("NOT", "NULL", "PRIMARY", "DEFAULT", "REFERENCES", "UNIQUE"):
+                    break
+                type_words.append(w)
+            nullable = "NOT NULL" not in part.upper() and "PRIMARY KEY" not in part.upper()
+            out.append(SourceColumn(words[0], " ".join(type_words), nullable))
+        return out
+    raise SchemaChangeError(f"{table}: no CREATE TABLE for it in the SQL")
+
+
+def _split_top_level(body: str) -> list[str]:
+    body = re.sub(r"--[^\n]*", "", body)
+    parts, depth, current = [], 0, []
+    for ch in body:
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        if ch == "," and depth == 0:
+            parts.append("".join(current).strip())
+            current = []
+        else:
+            current.append(ch)
+    parts.append("".join(current).strip())
+    return [p for p in parts if p]
+
+
+def schema_json(schema: LakeSchema) -> str:
+    return json.dumps(schema.to_json(), sort_keys=True)
+
+
+@dataclass(frozen=True)
+class SchemaDiff:
+    """How the lake's columns stand against the source's now."""
+
+    missing: tuple[str, ...]  # at the source, not (yet) in the lake
+    changed: tuple[str, ...]  # in both, but the source's type is not the one the lake took
+    dropped: tuple[str, ...]  # kept in the lake, gone from the source
+
+    @property
+    def equal(self) -> bool:
+        return not (self.missing or self.changed or self.dropped)
+
+
+def compare(source: Sequence[SourceColumn], lake: LakeSchema) -> SchemaDiff:
+    names = {c.name for c in lake.columns}
+    taken = {c.name: c.source_type for c in lake.columns if not c.dropped}
+    src = {c.name: c.pg_type for c in source}
+    return SchemaDiff(
+        missing=tuple(c.name for c in source if c.name not in names),
+        changed=tuple(
+            f"{n}: {taken[n]} -> {t}" for n, t in src.items() if n in taken and taken[n] != t
+        ),
+        dropped=tuple(c.name for c in lake.columns if c.name not in src),
+    )
+
+
+def describe_change(old: LakeSchema | None, new: LakeSchema) -> str | None:
+    """What changed from ``old`` to ``new``, in a line; None when nothing did."""
+    if old is None or old.columns == new.columns:
+        return None
+    before = {c.name: c for c in old.columns}
+    parts = []
+    for c in new.columns:
+        was = before.get(c.name)
+        if was is None:
+            parts.append(f"added {c.name} ({c.source_type})")
+        elif c.dropped and not was.dropped:
+            parts.append(f"{c.name} dropped at the source, kept")
+        elif was.dropped and not c.dropped:
+            parts.append(f"{c.name} back at the source ({c.source_type})")
+        elif was.source_type != c.source_type:
+            parts.append(f"{c.name} {was.source_type} -> {c.source_type}")
+    return f"schema v{old.version} -> v{new.version}: " + "; ".join(parts or ["columns recorded"])

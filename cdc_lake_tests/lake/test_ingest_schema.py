@@ -1,0 +1,86 @@
+"""The upsert and the source's schema, on real S3 and the real Hudi bundle with hand-written raw
+files: a batch mixing events from before and after a column was added, a field nobody knows, and
+a change the lake cannot take (``cdc_lake/lake/ingest.py``, "Schema")."""
+
+from __future__ import annotations
+
+import pytest
+from pyspark.sql import SparkSession
+
+from cdc_lake.lake.digest import spark_digest
+from cdc_lake.lake.hudi import completed_commits, latest_schema
+from cdc_lake.lake.ingest import ingest_new_files, read_table
+from cdc_lake.lake.ordering import live_rows
+from cdc_lake.lake.schema import SchemaChangeError, SourceColumn
+from cdc_lake.lake.table_state import evaluate
+from cdc_lake.lake.tables import OUTBOX
+from cdc_lake.testing.synthetic import SyntheticLake, event
+
+ADDED = SourceColumn("sales_channel", "text")
+
+
+def test_a_batch_mixing_old_and_new_schema_lands_whole(spark: SparkSession, lake: SyntheticLake):
+    table = lake.table()
+    lake.put([event(1, 100, 1), event(2, 100, 2)])
+    ingest_new_files(spark, lake.client, lake.source, table)
+    previous = evaluate(spark, table, None)
+    assert previous is not None
+    # One batch: an event without the column (written before the ALTER), then events with it.
+    lake.put([event(3, 200, 3), event(1, 210, 4, sales_channel="web"),
+              event(4, 220, 5, sales_channel=None)])  # fmt: skip
+    source = [*OUTBOX.declared_columns(), ADDED]
+    result = ingest_new_files(spark, lake.client, lake.source, table, source_columns=source)
+    assert result.committed is not None and result.schema is not None
+    assert result.schema.version == 2 and result.schema.names[-1] == "sales_channel"
+    rows = {r["order_id"]: r for r in read_table(spark, table.base_path).collect()}
+    assert {o: rows[o]["sales_channel"] for o in rows} == {1: "web", 2: None, 3: None, 4: None}
+    recorded = latest_schema(spark, table.base_path)
+    assert recorded is not None and recorded.column("sales_channel").source_type == "text"
+
+    # The checks' state: the previous one covers other columns, so this is a full scan, and
+    # its digest covers the new column (a value there changes it).
+    state = evaluate(spark, table, previous.digest, schema=result.schema)
+    assert state is not None and state.mode == "full"
+    assert "sales_channel:text" in state.digest["columns"]
+    live = live_rows(read_table(spark, table.base_path))
+    assert state.digest["digest"] == spark_digest(live, schema=result.schema)["digest"]
+    blanked = live.withColumn("sales_channel", live["sales_channel"].substr(1, 0))
+    assert spark_digest(blanked, schema=result.schema)["digest"] != state.digest["digest"]
+    # The next commit follows the change feed with the new columns, exactly.
+    lake.put([event(2, 300, 6, sales_channel="phone")])
+    ingest_new_files(spark, lake.client, lake.source, table, source_columns=source)
+    followed = evaluate(spark, table, state.digest, schema=result.schema)
+    rescan = evaluate(spark, table, state.digest, full_scan=True, schema=result.schema)
+    assert followed is not None and followed.mode == "incremental"
+    assert rescan is not None and rescan.incremental_matches_rescan is True
+    assert followed.digest["digest"] == rescan.digest["digest"]
+
+
+def test_a_field_nobody_knows_stops_naming_it(spark: SparkSession, lake: SyntheticLake):
+    table = lake.table()
+    lake.put([event(1, 100, 1)])
+    ingest_new_files(spark, lake.client, lake.source, table)
+    commits = list(completed_commits(spark, table.base_path))
+    key = lake.put([event(2, 200, 2), event(3, 200, 3, surprise=1)])
+    with pytest.raises(SchemaChangeError) as err:
+        ingest_new_files(spark, lake.client, lake.source, table)
+    text = str(err.value)
+    assert "surprise" in text and f"{key} line 2" in text and "Nothing was committed" in text
+    assert list(completed_commits(spark, table.base_path)) == commits
+
+
+def test_an_incompatible_change_commits_nothing(spark: SparkSession, lake: SyntheticLake):
+    table = lake.table()
+    lake.put([event(1, 100, 1)])
+    ingest_new_files(spark, lake.client, lake.source, table)
+    commits = list(completed_commits(spark, table.base_path))
+    lake.put([event(1, 200, 2, customer_id="7")])
+    narrowed = [
+        SourceColumn(c.name, "integer") if c.name == "customer_id" else c
+        for c in OUTBOX.declared_columns()
+    ]
+    with pytest.raises(SchemaChangeError, match=r"'customer_id' changed type from bpchar"):
+        ingest_new_files(spark, lake.client, lake.source, table, source_columns=narrowed)
+    assert list(completed_commits(spark, table.base_path)) == commits
+    row = read_table(spark, table.base_path).first()
+    assert row is not None and row["customer_id"] == "ALFKI"

@@ -1,0 +1,186 @@
+"""The lake's columns from the source's: kinds, evolution, the stops, and the declaration
+checked against PostgreSQL's catalog on the real stack."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from cdc_lake.lake.schema import (
+    LakeSchema,
+    SchemaChangeError,
+    SourceColumn,
+    UnsupportedColumnError,
+    columns_from_catalog,
+    columns_from_ddl,
+    compare,
+    describe_change,
+    evolve,
+    initial,
+)
+from cdc_lake.lake.tables import OUTBOX
+
+TABLE = "datalake.t"
+BASE = [SourceColumn("id", "integer", False), SourceColumn("name", "text")]
+
+
+def lake_types(schema: LakeSchema) -> dict[str, str]:
+    return {c.name: c.lake_type for c in schema.columns}
+
+
+def test_ddl_declares_the_outbox_columns_with_their_kinds():
+    cols = OUTBOX.declared_columns()
+    assert [c.name for c in cols][:2] == ["order_id", "customer_id"]
+    kinds = {c.name: c.kind for c in cols}
+    assert kinds["order_id"] == "int" and kinds["customer_id"] == "trimmed"
+    assert kinds["order_date"] == "date" and kinds["updated_at"] == "timestamptz"
+    assert kinds["order_items"] == "json"
+    assert not next(c for c in cols if c.name == "order_id").nullable
+
+
+def test_ddl_parser_reads_types_with_arguments_and_constraints():
+    sql = """
+    CREATE TABLE IF NOT EXISTS other (x int);
+    CREATE TABLE s.t (
+        id bigint PRIMARY KEY,  -- the key, a comment (with parentheses, and a comma)
+        amount numeric(10, 2) NOT NULL DEFAULT 0,
+        code character varying(40),
+        at timestamp with time zone,
+        UNIQUE (code)
+    );
+    """
+    cols = columns_from_ddl(sql, "s.t")
+    assert [(c.name, c.pg_type, c.nullable) for c in cols] == [
+        ("id", "bigint", False),
+        ("amount", "numeric(10, 2)", False),
+        ("code", "character varying(40)", True),
+        ("at", "timestamp with time zone", True),
+    ]
+    assert [c.kind for c in cols] == ["int", "decimal", "text", "timestamptz"]
+    with pytest.raises(SchemaChangeError, match="no CREATE TABLE"):
+        columns_from_ddl(sql, "s.missing")
+
+
+def test_a_new_table_takes_the_source_columns():
+    schema = evolve(TABLE, "id", BASE, None)
+    assert schema.names == ("id", "name") and schema.version == 1
+    assert lake_types(schema) == {"id": "bigint", "name": "string"}
+
+
+def test_an_added_column_goes_at_the_end_and_bumps_the_version():
+    v1 = initial(TABLE, "id", BASE)
+    source = [BASE[0], SourceColumn("channel", "text"), BASE[1]]  # position at the source
+    v2 = evolve(TABLE, "id", source, lake_types(v1), v1)
+    assert v2.names == ("id", "name", "channel") and v2.version == 2
+    assert v2.digest_signature() == ["channel:text", "id:int", "name:text"]
+    # The same columns again: the same version.
+    assert evolve(TABLE, "id", source, lake_types(v2), v2).version == 2
+
+
+def test_integer_widening_changes_no_lake_type():
+    v1 = initial(TABLE, "id", [*BASE, SourceColumn("qty", "smallint")])
+    v2 = evolve(TABLE, "id", [*BASE, SourceColumn("qty", "bigint")], lake_types(v1), v1)
+    assert lake_types(v2) == lake_types(v1) and v2.column("qty").source_type == "bigint"
+    assert v2.version == 2
+
+
+def test_a_dropped_column_stays_in_the_lake_out_of_the_digest():
+    v1 = initial(TABLE, "id", BASE)
+    v2 = evolve(TABLE, "id", BASE[:1], lake_types(v1), v1)
+    assert v2.names == ("id", "name") and v2.dropped == ("name",)
+    assert v2.column("name").kind == "text"  # kept from the recorded schema
+    assert v2.digest_signature() == ["id:int"] and v2.version == 2
+    # Added back: live again.
+    v3 = evolve(TABLE, "id", BASE, lake_types(v2), v2)
+    assert v3.dropped == () and v3.version == 3
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [("text", "integer"), ("integer", "text"), ("date", "timestamp with time zone"),
+     ("jsonb", "boolean")],
+)  # fmt: skip
+def test_an_incompatible_type_change_stops_naming_table_column_and_types(old, new):
+    v1 = initial(TABLE, "id", [*BASE, SourceColumn("c", old)])
+    with pytest.raises(SchemaChangeError) as err:
+        evolve(TABLE, "id", [*BASE, SourceColumn("c", new)], lake_types(v1), v1)
+    text = str(err.value)
+    assert TABLE in text and "'c'" in text and old in text and new in text
+    assert "Nothing was committed" in text and "Way forward" in text
+
+
+def test_a_key_change_stops():
+    v1 = initial(TABLE, "id", BASE)
+    with pytest.raises(SchemaChangeError, match="key column 'id' is gone"):
+        evolve(TABLE, "id", BASE[1:], lake_types(v1), v1)
+    with pytest.raises(SchemaChangeError, match="on its key column"):
+        evolve(TABLE, "id", [SourceColumn("id", "text"), BASE[1]], lake_types(v1), v1)
+
+
+def test_a_rename_stops_by_the_catalog_position():
+    source = [SourceColumn("id", "integer", False, 1), SourceColumn("name", "text", True, 2)]
+    v1 = initial(TABLE, "id", source)
+    renamed = [source[0], SourceColumn("label", "text", True, 2)]
+    with pytest.raises(SchemaChangeError, match="'name' was renamed to 'label'"):
+        evolve(TABLE, "id", renamed, lake_types(v1), v1)
+    # A drop and an add: a new attnum, so the lake keeps the old column and adds the new one.
+    dropped_added = [source[0], SourceColumn("label", "text", True, 3)]
+    v2 = evolve(TABLE, "id", dropped_added, lake_types(v1), v1)
+    assert v2.dropped == ("name",) and v2.names == ("id", "name", "label")
+
+
+def test_an_unsupported_type_stops_naming_it():
+    with pytest.raises(UnsupportedColumnError, match=r"'where' has type point"):
+        initial(TABLE, "id", [*BASE, SourceColumn("where", "point")])
+
+
+def test_a_table_without_a_recorded_schema_takes_kinds_from_its_types():
+    v2 = evolve(TABLE, "id", BASE, {"id": "bigint", "name": "string", "old": "date"})
+    assert v2.column("old").dropped and v2.column("old").kind == "date"
+    assert v2.version == 2  # the lake's columns are not the source's
+
+
+def test_compare_names_missing_changed_and_dropped():
+    lake = initial(TABLE, "id", BASE)
+    source = [SourceColumn("id", "bigint"), SourceColumn("new", "text")]
+    diff = compare(source, lake)
+    assert diff.missing == ("new",) and diff.dropped == ("name",)
+    assert diff.changed == ("id: integer -> bigint",) and not diff.equal
+    assert compare(BASE, lake).equal
+
+
+def test_describe_change_names_what_changed():
+    v1 = initial(TABLE, "id", BASE)
+    v2 = evolve(TABLE, "id", [BASE[0], SourceColumn("c", "text")], lake_types(v1), v1)
+    assert describe_change(v1, v2) == (
+        "schema v1 -> v2: name dropped at the source, kept; added c (text)"
+    )
+    assert describe_change(v2, v2) is None and describe_change(None, v2) is None
+
+
+def test_schema_round_trips_as_json():
+    source = [SourceColumn("id", "integer", False, 1), SourceColumn("name", "text", True, 3)]
+    v = evolve(TABLE, "id", source[:1], lake_types(initial(TABLE, "id", source)))
+    assert v.column("id").position == 1
+    assert LakeSchema.from_json(json.loads(json.dumps(v.to_json()))) == v
+
+
+def test_the_declaration_matches_the_catalog(pg):
+    """The DDL the tests and benchmarks read and the catalog the refresh reads agree."""
+    catalog = columns_from_catalog(pg, OUTBOX.source)
+    declared = OUTBOX.declared_columns()
+    assert [(c.name, c.kind, c.nullable) for c in catalog] == [
+        (c.name, c.kind, c.nullable) for c in declared
+    ]
+    with pg.cursor() as cur:
+        cur.execute(
+            "SELECT column_name, data_type FROM information_schema.columns "
+            "WHERE table_schema = 'datalake' AND table_name = 'cdc_events' "
+            "ORDER BY ordinal_position"
+        )
+        info = cur.fetchall()
+    assert [n for n, _ in info] == [c.name for c in catalog]
+    assert all(SourceColumn(n, t).kind == c.kind for (n, t), c in zip(info, catalog, strict=True))
+    with pytest.raises(SchemaChangeError, match="no such table"):
+        columns_from_catalog(pg, "datalake.no_such_table")
