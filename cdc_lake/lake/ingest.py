@@ -57,7 +57,13 @@ from cdc_lake.lake.hudi import (
     latest_schema,
     table_exists,
 )
-from cdc_lake.lake.schema import LakeSchema, SchemaChangeError, SourceColumn, evolve
+from cdc_lake.lake.schema import (
+    LakeSchema,
+    SchemaChangeError,
+    SourceColumn,
+    evolve,
+    from_lake_types,
+)
 from cdc_lake.lake.tables import OUTBOX
 from cdc_lake.raw.objects import RawLayout, RawObject
 
@@ -277,6 +283,17 @@ def lake_schema(
         data_column_types(spark, table.base_path, lake_only),
         latest_schema(spark, table.base_path) if table_exists(spark, table.base_path) else None,
     )
+
+
+def table_schema(spark: SparkSession, base_path: str) -> LakeSchema | None:
+    """The columns of an existing lake table, as its newest commit recorded them or, for a
+    table from before, as its types tell; None when there is no table. For readers of the
+    table, which need no source (the order items, on EMR too)."""
+    recorded = latest_schema(spark, base_path) if table_exists(spark, base_path) else None
+    if recorded is not None:
+        return recorded
+    lake_types = data_column_types(spark, base_path, (*T.CDC_COLUMNS, OUTBOX.partition_field))
+    return from_lake_types(OUTBOX.source, OUTBOX.key, lake_types) if lake_types else None
 
 
 def unknown_fields_message(batch: _Batch, schema: LakeSchema, source: RawSource) -> str:

@@ -287,6 +287,16 @@ def _kind_of_lake_type(spark_type: str) -> str:
     return by_type.get(spark_type, "text")
 
 
+def from_lake_types(table: str, key: str, lake_types: Mapping[str, str]) -> LakeSchema:
+    """The schema of a table that recorded none (written before schemas were recorded), from
+    its columns' Spark types; their source types are unknown, so taken as the lake's."""
+    return LakeSchema(
+        table,
+        key,
+        tuple(LakeColumn(n, _kind_of_lake_type(t), t) for n, t in lake_types.items()),
+    )
+
+
 def evolve(
     table: str,
     key: str,

@@ -42,7 +42,7 @@ from pyspark.sql import functions as F
 from cdc_lake.lake.changes import first_and_last, image_rows, read_changes
 from cdc_lake.lake.hudi import CommitInfo, change_feed_gap, completed_commits, latest_commit
 from cdc_lake.lake.hudi import table_exists as hudi_table_exists
-from cdc_lake.lake.ingest import read_as_of
+from cdc_lake.lake.ingest import read_as_of, table_schema
 from cdc_lake.lake.ordering import RECORD_KEY, live_rows
 from cdc_lake.marts.figures import customer_figures, customer_rows, totals, updated_figures
 from cdc_lake.marts.items_table import (
@@ -119,18 +119,20 @@ def _incremental(
         stored = spark.read.parquet(state.figures_path)
         if newest.instant == state.built_from_instant:
             return _Build("none", state, stored), None
+        # The lake's columns as its commits recorded them (no sql/ on EMR).
+        schema = table_schema(spark, table_path)
         changes = first_and_last(
-            read_changes(spark, table_path, state.built_from_completed, newest.completed)
+            read_changes(spark, table_path, state.built_from_completed, newest.completed, schema)
         ).persist()
         orders = changes.count()
     except Exception as e:  # py4j's errors carry Hudi's and the file system's
         return None, f"the change feed or the stored figures could not be read: {_first_line(e)}"
     try:
-        old = flatten_order_items(image_rows(changes, "before"))
-        new = flatten_order_items(image_rows(changes, "after"))
+        old = flatten_order_items(image_rows(changes, "before", schema))
+        new = flatten_order_items(image_rows(changes, "after", schema))
         rows = line_changes(old, new).persist()
         try:
-            live_after = live_rows(image_rows(changes, "after")).select(
+            live_after = live_rows(image_rows(changes, "after", schema)).select(
                 RECORD_KEY, F.lit(True).alias("_live")
             )
             upsert, orphan = ~F.col(DELETE_MARKER), ~F.col(DELETE_MARKER) & F.col("_live").isNull()

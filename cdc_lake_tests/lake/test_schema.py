@@ -166,7 +166,7 @@ def test_schema_round_trips_as_json():
     assert LakeSchema.from_json(json.loads(json.dumps(v.to_json()))) == v
 
 
-def test_the_declaration_matches_the_catalog(pg):
+def test_the_declaration_matches_the_catalog(ingested, pg):
     """The DDL the tests and benchmarks read and the catalog the refresh reads agree."""
     catalog = columns_from_catalog(pg, OUTBOX.source)
     declared = OUTBOX.declared_columns()
