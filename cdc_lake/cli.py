@@ -79,6 +79,33 @@ def _order_ids(text: str) -> list[int]:
     return ids
 
 
+def _number(kind: type, low: float, high: float | None = None, what: str = "") -> Any:
+    """An argparse type: a ``kind`` (int or float) from ``low`` to ``high``, else a clear error."""
+
+    def parse(text: str) -> Any:
+        try:
+            value = kind(text)
+        except ValueError as e:
+            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from e
+        if value < low or (high is not None and value > high) or value != value:  # NaN too
+            bound = f"from {low:g} to {high:g}" if high is not None else f"at least {low:g}"
+            raise argparse.ArgumentTypeError(f"{text} is out of range: {what} must be {bound}")
+        return value
+
+    return parse
+
+
+def missing_orders(conn: Any, orders: list[int]) -> list[int]:
+    """The given order ids that the outbox does not hold."""
+    with conn.cursor() as cur:
+        cur.execute(
+            "SELECT o FROM unnest(%s::bigint[]) AS o WHERE NOT EXISTS "
+            "(SELECT 1 FROM datalake.cdc_events e WHERE e.order_id = o) ORDER BY o",
+            (sorted(set(orders)),),
+        )
+        return [int(r[0]) for r in cur.fetchall()]
+
+
 def cmd_resnapshot(args: argparse.Namespace) -> int:
     """Ask Debezium to re-send orders from the outbox as it is now (an incremental snapshot)."""
     from cdc_lake.streaming.signals import request_snapshot
@@ -89,6 +116,16 @@ def cmd_resnapshot(args: argparse.Namespace) -> int:
     orders: list[int] | None = None if args.all else args.orders
     conn = _connect(_settings(args))
     try:
+        if orders is not None and (missing := missing_orders(conn, orders)):
+            shown = ", ".join(map(str, missing[:10])) + (" ..." if len(missing) > 10 else "")
+            print(
+                f"error: {len(missing)} order(s) not in datalake.cdc_events: {shown}. Debezium "
+                "re-sends the outbox as it is now, so nothing would be sent for them; nothing "
+                "was requested. A lake row left over for a deleted order goes with a replay "
+                "(cdc-lake lake replay --from-offset 0).",
+                file=sys.stderr,
+            )
+            return 2
         signal_id = request_snapshot(conn, orders)
     finally:
         conn.close()
@@ -279,7 +316,12 @@ def main(argv: list[str] | None = None) -> int:
     stack.set_defaults(func=cmd_stack)
     source = sub.add_parser("source", help="the source database")
     source.add_argument("action", choices=["prepare", "resnapshot"])
-    source.add_argument("--scale", type=float, default=1.0, help="1 = Northwind's 829 orders")
+    source.add_argument(
+        "--scale",
+        type=_number(float, 0.001, 1000, "--scale"),
+        default=1.0,
+        help="1 = Northwind's 829 orders",
+    )
     source.add_argument("--seed", type=int, default=42)
     chosen = source.add_mutually_exclusive_group()
     chosen.add_argument(
@@ -288,15 +330,20 @@ def main(argv: list[str] | None = None) -> int:
     chosen.add_argument("--all", action="store_true", help="resnapshot: every order")
     source.set_defaults(func=cmd_source)
     workload = sub.add_parser("workload", help="apply a seeded stream of changes")
-    workload.add_argument("--changes", type=int, default=50)
-    workload.add_argument("--rate", type=float, default=5.0, help="changes per second (0: max)")
+    workload.add_argument("--changes", type=_number(int, 1, None, "--changes"), default=50)
+    workload.add_argument(
+        "--rate",
+        type=_number(float, 0, None, "--rate"),
+        default=5.0,
+        help="changes per second (0: max)",
+    )
     workload.add_argument("--seed", type=int, default=7)
     workload.set_defaults(func=cmd_workload)
     lake = sub.add_parser("lake", help="the Hudi lake: repair")
     lake.add_argument("action", choices=["replay"])
     lake.add_argument(
         "--from-offset",
-        type=int,
+        type=_number(int, 0, None, "--from-offset"),
         required=True,
         help="re-ingest every topic partition's raw lines from this Kafka offset on",
     )
@@ -308,13 +355,16 @@ def main(argv: list[str] | None = None) -> int:
         help="bring the lake up to date with what PostgreSQL has committed, via lake_refresh",
     )
     refresh.add_argument(
-        "--timeout", type=float, default=300.0, help="seconds to wait for Debezium and the sink"
+        "--timeout",
+        type=_number(float, 1, None, "--timeout"),
+        default=300.0,
+        help="seconds to wait for Debezium and the sink",
     )
     refresh.set_defaults(func=cmd_refresh)
     ui = sub.add_parser(
         "ui", help="the Dagster UI (dg dev) on the stack's instance, with its settings"
     )
-    ui.add_argument("--port", type=int, default=3000)
+    ui.add_argument("--port", type=_number(int, 1, 65535, "--port"), default=3000)
     ui.set_defaults(func=cmd_ui)
     add_msk_cli(sub)  # cdc-lake msk deploy: the connectors on Amazon MSK Connect
     args = parser.parse_args(argv)

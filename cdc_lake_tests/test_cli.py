@@ -98,3 +98,48 @@ def test_cli_dry_run_prints_the_plan_without_calling_aws(dirs: MskPluginDirs, ca
         "s3://plugins/msk-connect/plugins/cdc-lake-debezium-"
     )
     assert "config.providers=secretsmanager" in plan["worker_properties"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["workload", "--changes", "-3"], "--changes must be at least 1"),
+        (["workload", "--changes", "0"], "--changes must be at least 1"),
+        (["workload", "--rate", "-1"], "--rate must be at least 0"),
+        (["workload", "--rate", "nan"], "--rate must be at least 0"),
+        (["workload", "--changes", "many"], "not a number: 'many'"),
+        (["lake", "replay", "--from-offset", "-1"], "--from-offset must be at least 0"),
+        (["ui", "--port", "70000"], "--port must be from 1 to 65535"),
+        (["source", "prepare", "--scale", "0"], "--scale must be from 0.001 to 1000"),
+        (["refresh", "--timeout", "0"], "--timeout must be at least 1"),
+    ],
+)
+def test_cli_rejects_numbers_out_of_range(argv: list[str], message: str, capsys):
+    from cdc_lake.cli import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    assert exit_.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_resnapshot_refuses_orders_the_outbox_lacks(ingested, local_stack, pg, monkeypatch, capsys):
+    from cdc_lake.cli import main
+
+    settings = local_stack.settings
+    monkeypatch.setenv("CDC_LAKE_PORT_BASE", str(settings.port_base))
+    with pg.cursor() as cur:
+        cur.execute("SELECT min(order_id), count(*) FROM datalake.cdc_events")
+        known, _ = cur.fetchone()
+        cur.execute("SELECT count(*) FROM datalake.debezium_signal")
+        signals = cur.fetchone()[0]
+    pg.commit()
+    rc = main(["--state-dir", str(settings.state_dir), "source", "resnapshot", "--orders",
+               f"{known},99999999"])  # fmt: skip
+    err = capsys.readouterr().err
+    assert rc == 2
+    assert "1 order(s) not in datalake.cdc_events: 99999999" in err and "nothing" in err
+    with pg.cursor() as cur:
+        cur.execute("SELECT count(*) FROM datalake.debezium_signal")
+        assert cur.fetchone()[0] == signals  # no signal inserted
+    pg.commit()

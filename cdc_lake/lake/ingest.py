@@ -273,15 +273,24 @@ def lake_schema(
     spark: SparkSession, table: HudiTableConfig, source_columns: Sequence[SourceColumn] | None
 ) -> LakeSchema:
     """The lake's columns once the source's are taken (``SchemaChangeError`` if they cannot
-    be): ``source_columns`` as the source's catalog lists them, by default as ``sql/``
-    declares the outbox."""
+    be). ``source_columns``: as the source's catalog lists them; None when it could not be
+    read: then the columns the newest commit recorded, or for a table without any, the
+    outbox's as ``sql/`` declares it."""
+    exists = table_exists(spark, table.base_path)
+    recorded = latest_schema(spark, table.base_path) if exists else None
+    if source_columns is None:
+        source_columns = (
+            [SourceColumn(c.name, str(c.source_type), True, c.position) for c in recorded.live]
+            if recorded is not None
+            else OUTBOX.declared_columns()
+        )
     lake_only = (*T.CDC_COLUMNS, OUTBOX.partition_field)
     return evolve(
         OUTBOX.source,
         OUTBOX.key,
-        list(source_columns) if source_columns is not None else OUTBOX.declared_columns(),
-        data_column_types(spark, table.base_path, lake_only),
-        latest_schema(spark, table.base_path) if table_exists(spark, table.base_path) else None,
+        list(source_columns),
+        data_column_types(spark, table.base_path, lake_only) if exists else None,
+        recorded,
     )
 
 

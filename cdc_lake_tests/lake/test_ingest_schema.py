@@ -4,9 +4,11 @@ a change the lake cannot take (``cdc_lake/lake/ingest.py``, "Schema")."""
 
 from __future__ import annotations
 
+import dagster as dg
 import pytest
 from pyspark.sql import SparkSession
 
+from cdc_lake.defs.lake.assets import cdc_events_hudi
 from cdc_lake.lake.digest import spark_digest
 from cdc_lake.lake.hudi import completed_commits, latest_schema
 from cdc_lake.lake.ingest import ingest_new_files, read_table
@@ -14,6 +16,8 @@ from cdc_lake.lake.ordering import live_rows
 from cdc_lake.lake.schema import SchemaChangeError, SourceColumn
 from cdc_lake.lake.table_state import evaluate
 from cdc_lake.lake.tables import OUTBOX
+from cdc_lake.resources.local import local_resources
+from cdc_lake.stack import LocalStack
 from cdc_lake.testing.synthetic import SyntheticLake, event
 
 ADDED = SourceColumn("sales_channel", "text")
@@ -84,3 +88,34 @@ def test_an_incompatible_change_commits_nothing(spark: SparkSession, lake: Synth
     assert list(completed_commits(spark, table.base_path)) == commits
     row = read_table(spark, table.base_path).first()
     assert row is not None and row["customer_id"] == "ALFKI"
+
+
+def test_without_the_source_the_refresh_keeps_the_recorded_columns(
+    local_stack: LocalStack, secret_env, lake: SyntheticLake, spark: SparkSession
+):
+    """PostgreSQL unreachable: the Hudi asset warns and ingests with the columns the lake's last
+    commit recorded; a field they lack still stops it."""
+    s = local_stack.settings
+    lake.put([event(1, 100, 1), event(2, 100, 2, sales_channel="web")])
+    prefixes = {"table_prefix": f"synthetic/{lake.name}/cdc_events"}
+    resources = local_resources(s, lake=prefixes, raw_prefix=lake.raw_prefix)
+    table = lake.table()
+    # The lake took sales_channel while the source could be read.
+    source = [*OUTBOX.declared_columns(), ADDED]
+    ingest_new_files(spark, lake.client, lake.source, table, source_columns=source)
+    unreachable = resources["postgres"].model_copy(update={"port": s.port("postgres") + 7})
+    lake.put([event(3, 200, 3, sales_channel="phone")])
+    instance = dg.DagsterInstance.ephemeral()
+    result = dg.materialize(
+        [cdc_events_hudi], resources={**resources, "postgres": unreachable}, instance=instance
+    )
+    assert result.success
+    logs = [e.user_message for e in instance.all_logs(result.run_id)]
+    assert any("cannot be read, the lake keeps its own" in m for m in logs), logs
+    rows = {r["order_id"]: r["sales_channel"] for r in read_table(spark, table.base_path).collect()}
+    assert rows == {1: None, 2: "web", 3: "phone"}
+    lake.put([event(4, 300, 4, surprise="x")])
+    failed = dg.materialize(
+        [cdc_events_hudi], resources={**resources, "postgres": unreachable}, raise_on_error=False
+    )
+    assert not failed.success

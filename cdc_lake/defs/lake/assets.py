@@ -21,7 +21,8 @@ without this instance, a replay) takes the Spark path, which also reports the ne
 figures when it commits nothing. The data version is the commit instant.
 The source table's columns are read from PostgreSQL's catalog at each run and passed to the
 upsert app, which evolves the lake's columns to follow them or fails before committing when it
-cannot (``cdc_lake/lake/schema.py``). The metadata shows the lake's columns
+cannot (``cdc_lake/lake/schema.py``); when the source cannot be reached, the lake keeps the
+columns its last commit recorded (a warning in the log). The metadata shows the lake's columns
 (``dagster/column_schema``, the UI's Columns tab) and its ``schema_version``; a change of the
 source's columns since the last run always takes the Spark path.
 The upsert app (``cdc_lake/spark_apps/upsert.py``) runs on local Spark or on EMR, as the
@@ -44,7 +45,13 @@ from cdc_lake.defs.unchanged import (
     latest_materialization,
 )
 from cdc_lake.lake.checkpoint import is_legacy, pending
-from cdc_lake.lake.schema import LakeSchema, SourceColumn, columns_from_catalog, describe_change
+from cdc_lake.lake.schema import (
+    LakeSchema,
+    SchemaChangeError,
+    SourceColumn,
+    columns_from_catalog,
+    describe_change,
+)
 from cdc_lake.lake.tables import OUTBOX
 from cdc_lake.lake.timeline import instant_time, newest_commit_instant
 from cdc_lake.raw.objects import RawLayout
@@ -107,7 +114,7 @@ def cdc_events_hudi(
     into an Apache Hudi table (COPY_ON_WRITE by default). Dates are DATE, updated_at TIMESTAMP;
     order_items, products, customer, employee, shipper and shipment stay JSON strings."""
     previous = latest_materialization(context.instance, HUDI_KEY)
-    source_columns = _source_columns(postgres)
+    source_columns = _source_columns(context, postgres)
     if config.replay_from_offset is not None:
         context.log.info(f"replaying the raw files from offset {config.replay_from_offset}")
     elif config.full_scan:
@@ -148,10 +155,22 @@ def cdc_events_hudi(
     return outcome.materialize_result(context, data_version=version, **extra)
 
 
-def _source_columns(postgres: PostgresResource) -> list[SourceColumn]:
-    conn = postgres.connect()
+def _source_columns(
+    context: dg.AssetExecutionContext, postgres: PostgresResource
+) -> list[SourceColumn] | None:
+    """The source table's columns from its catalog; None, with a warning, when the source or
+    the table cannot be reached: the refresh then keeps the lake's recorded columns, and a raw
+    line with a field they lack still stops it (``cdc_lake/lake/ingest.py``)."""
+    try:
+        conn = postgres.connect()
+    except ConnectionError as e:
+        context.log.warning(f"the source's columns cannot be read, the lake keeps its own: {e}")
+        return None
     try:
         return columns_from_catalog(conn, OUTBOX.source)
+    except SchemaChangeError as e:
+        context.log.warning(f"the source's columns cannot be read, the lake keeps its own: {e}")
+        return None
     finally:
         conn.close()
 
@@ -180,7 +199,7 @@ def _nothing_new(
     cdc: CdcPipelineResource,
     lake: LakeResource,
     previous: tuple[str, dict[str, dg.MetadataValue]] | None,
-    source_columns: list[SourceColumn],
+    source_columns: list[SourceColumn] | None,
 ) -> dg.MaterializeResult | None:
     """The carried-forward result when the table provably has all there is, else None."""
     t0 = time.monotonic()
@@ -191,7 +210,7 @@ def _nothing_new(
     if recorded is None or not isinstance(recorded.value, dict):
         return None
     taken = sorted((c.name, c.source_type) for c in LakeSchema.from_json(recorded.value).live)
-    if taken != sorted((c.name, c.pg_type) for c in source_columns):
+    if source_columns is not None and taken != sorted((c.name, c.pg_type) for c in source_columns):
         context.log.info("the source's columns changed since the last run")
         return None
     instant = meta.get("commit_instant")
