@@ -8,7 +8,8 @@ One pipeline of its own (database, connectors, topic, raw prefix, Hudi table: th
    from before the change in the same batch: the lake gets them, earlier rows read null, and
    ``matches_source`` (its digest now covering them) and ``schema_matches_source`` pass. Order
    writes through the triggers go on between the ``ALTER TABLE`` and any change of the
-   function that fills the outbox;
+   function that fills the outbox; then the README's edits of ``sql/002_outbox.sql`` make the
+   triggers fill another new column, on every order;
 2. a widening (smallint -> bigint) with a value past 32 bits goes through;
 3. a replay from offset 0, across the change, changes nothing;
 4. a dropped column stays in the lake, null on rows changed since, and the schema check warns;
@@ -20,6 +21,7 @@ One pipeline of its own (database, connectors, topic, raw prefix, Hudi table: th
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import dagster as dg
@@ -32,6 +34,7 @@ from cdc_lake.defs.lake.checks import matches_source, schema_matches_source
 from cdc_lake.defs.lake.jobs import HUDI_OP
 from cdc_lake.lake.hudi import completed_commits
 from cdc_lake.lake.ingest import read_table
+from cdc_lake.source.database import sql_dir
 from cdc_lake.stack import LocalStack
 from cdc_lake_tests.faults.harness import FaultPipeline
 
@@ -89,6 +92,30 @@ def metadata(result: dg.ExecuteInProcessResult) -> dict[str, Any]:
     return {k: v.value for k, v in mat.metadata.items()}
 
 
+def readme_trigger_edits(path: Path, column: str, expression: str) -> str:
+    """sql/002_outbox.sql with the edits README's "Adding a column, end to end" lists."""
+    text = path.read_text()
+    edits = [
+        ("ALTER TABLE cdc_events REPLICA IDENTITY FULL;\n",
+         f"ALTER TABLE cdc_events REPLICA IDENTITY FULL;\n"
+         f"ALTER TABLE cdc_events ADD COLUMN IF NOT EXISTS {column} text;\n"),
+        ("    updated_at timestamptz\n)\nLANGUAGE sql STABLE",
+         f"    updated_at timestamptz,\n    {column} text\n)\nLANGUAGE sql STABLE"),
+        ("        clock_timestamp()\n    FROM datalake.orders o",
+         f"        clock_timestamp(),\n        {expression}\n    FROM datalake.orders o"),
+        ("shipper, shipment, updated_at)\n", f"shipper, shipment, updated_at, {column})\n"),
+        ("        updated_at = EXCLUDED.updated_at\n",
+         f"        updated_at = EXCLUDED.updated_at,\n        {column} = EXCLUDED.{column}\n"),
+        ("ev.shipper, ev.shipment)", f"ev.shipper, ev.shipment, ev.{column})"),
+        ("EXCLUDED.shipper, EXCLUDED.shipment);",
+         f"EXCLUDED.shipper, EXCLUDED.shipment, EXCLUDED.{column});"),
+    ]  # fmt: skip
+    for old, new in edits:
+        assert text.count(old) == 1, f"the README's edit no longer fits the file: {old!r}"
+        text = text.replace(old, new)
+    return text
+
+
 def failure(result: dg.ExecuteInProcessResult) -> str:
     return "\n".join(
         str(e.event_specific_data.error)  # type: ignore[union-attr]
@@ -142,13 +169,27 @@ def test_schema_changes_reach_the_lake_or_stop_the_refresh(pipeline: FaultPipeli
     others = [r for oid, r in rows.items() if oid not in orders]
     assert others and all(r["sales_channel"] is None for r in others)
 
+    # 1b. The README's way to have the triggers fill a new column: its edits of
+    # sql/002_outbox.sql, applied, then the outbox brought in line as the source asset does.
+    sql(p, readme_trigger_edits(sql_dir() / "002_outbox.sql", "destination", "o.ship_country"))
+    sql(p, "SELECT datalake.load_cdc_events()")
+    p.workload(changes=10, rate=20, seed=14).finish()  # new orders get it from the trigger
+    p.catch_up()
+    filled = refresh(p)
+    assert filled.success and checks(filled)["matches_source"].passed
+    assert checks(filled)["schema_matches_source"].passed
+    source = dict(sql(p, "SELECT order_id, destination FROM datalake.cdc_events"))
+    assert any(v is not None for v in source.values())  # the triggers filled it
+    lake = {oid: r["destination"] for oid, r in lake_rows(p, spark).items()}
+    assert lake == source
+
     # 2. Widening: the lake holds every integer as bigint.
     sql(p, "ALTER TABLE datalake.cdc_events ALTER COLUMN priority TYPE bigint")
     sql(p, "UPDATE datalake.cdc_events SET priority = 5000000000 WHERE order_id = %s", (orders[0],))
     p.catch_up()
     third = refresh(p)
     assert third.success and checks(third)["matches_source"].passed
-    assert metadata(third)["schema_version"] == 3
+    assert metadata(filled)["schema_version"] == 3 and metadata(third)["schema_version"] == 4
     assert lake_rows(p, spark)[orders[0]]["priority"] == 5_000_000_000
 
     # 3. A replay from offset 0, across the change, changes nothing.
