@@ -12,8 +12,10 @@ What it holds
     PostgreSQL, decimal(38,0) in Spark), so there is no rounding and no overflow.
 
 What equal digests prove
-    That the live rows are equal: the same order_ids and, for each, the same customer_id, dates,
-    JSON columns and updated_at. A missing or extra key changes its bucket's count or key sums
+    That the live rows are equal: the same order_ids and, for each, the same value in every
+    column the source has now (a column dropped at the source and kept in the lake is left
+    out; the digest names the columns it covers, and digests over other columns do not
+    compare). A missing or extra key changes its bucket's count or key sums
     (reported as a key difference). A stale row under the right key changes only its bucket's
     content sum (a content difference). The row hash covers order_id too, so content moved from
     one key to another is also caught.
