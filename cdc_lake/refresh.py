@@ -172,7 +172,13 @@ def run_refresh(settings: StackSettings, timeout_s: float = 300.0) -> int:
             (e for e in result.all_events if e.event_type == dg.DagsterEventType.STEP_FAILURE),
             None,
         )
-        detail = f": {failure.message}" if failure and failure.message else ""
+        # The step's own error (a schema change the lake cannot take, bad input...), not just
+        # "Execution of step ... failed".
+        error = failure.step_failure_data.error if failure else None
+        if error is not None and error.message:
+            detail = f": {error.message.strip()}"
+        else:
+            detail = f": {failure.message}" if failure and failure.message else ""
         print(f"error: the lake refresh is not good: {why}{detail}", file=sys.stderr)
         return 1
     return 0
