@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cache
 
+from cdc_lake import sql_dir
 from cdc_lake.lake.schema import LakeSchema, SourceColumn, columns_from_ddl, initial
 
 
@@ -37,9 +38,8 @@ class CapturedTable:
 
 @cache
 def _declared(source: str, ddl_file: str) -> tuple[SourceColumn, ...]:
-    # Not on EMR: the Spark apps always get the catalog's columns in their parameters.
-    from cdc_lake.source.database import sql_dir
-
+    # Not on EMR (no sql/ there): the Spark apps get the columns in their parameters or from
+    # the lake's commits.
     return tuple(columns_from_ddl((sql_dir() / ddl_file).read_text(), source))
 
 

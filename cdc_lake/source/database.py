@@ -24,6 +24,7 @@ from pathlib import Path
 from psycopg2 import sql
 from psycopg2.extensions import connection as PgConnection
 
+from cdc_lake import sql_dir
 from cdc_lake.source.generator import NorthwindGenerator, RowStream
 
 SCHEMA = "datalake"
@@ -33,13 +34,6 @@ PUBLICATION = "cdc_publication"
 PG_PORT = 5432  # PostgreSQL's default, where no port is given
 HEARTBEAT = "cdc_heartbeat"
 SIGNAL = "debezium_signal"
-
-
-def sql_dir() -> Path:
-    """``sql/`` of the checkout this package runs from; for an installed package (the SQL is not
-    package data), of the working directory."""
-    checkout = Path(__file__).resolve().parents[2] / "sql"
-    return checkout if checkout.is_dir() else Path.cwd() / "sql"
 
 
 def sql_files() -> list[Path]:

@@ -29,12 +29,12 @@ import psycopg2
 import pytest
 from pyspark.sql import functions as F
 
+from cdc_lake import sql_dir
 from cdc_lake.defs.lake.assets import cdc_events_hudi
 from cdc_lake.defs.lake.checks import matches_source, schema_matches_source
 from cdc_lake.defs.lake.jobs import HUDI_OP
 from cdc_lake.lake.hudi import completed_commits
 from cdc_lake.lake.ingest import read_table
-from cdc_lake.source.database import sql_dir
 from cdc_lake.stack import LocalStack
 from cdc_lake_tests.faults.harness import FaultPipeline
 

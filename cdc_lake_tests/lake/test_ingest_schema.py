@@ -4,6 +4,8 @@ a change the lake cannot take (``cdc_lake/lake/ingest.py``, "Schema")."""
 
 from __future__ import annotations
 
+import socket
+
 import dagster as dg
 import pytest
 from pyspark.sql import SparkSession
@@ -17,6 +19,7 @@ from cdc_lake.lake.schema import SchemaChangeError, SourceColumn
 from cdc_lake.lake.table_state import evaluate
 from cdc_lake.lake.tables import OUTBOX
 from cdc_lake.resources.local import local_resources
+from cdc_lake.resources.source import PostgresResource
 from cdc_lake.stack import LocalStack
 from cdc_lake.testing.synthetic import SyntheticLake, event
 
@@ -91,10 +94,11 @@ def test_an_incompatible_change_commits_nothing(spark: SparkSession, lake: Synth
 
 
 def test_without_the_source_the_refresh_keeps_the_recorded_columns(
-    local_stack: LocalStack, secret_env, lake: SyntheticLake, spark: SparkSession
+    ingested, local_stack: LocalStack, secret_env, lake: SyntheticLake, spark: SparkSession
 ):
     """PostgreSQL unreachable: the Hudi asset warns and ingests with the columns the lake's last
-    commit recorded; a field they lack still stops it."""
+    commit recorded; a field they lack still stops it. (``ingested``: the source's outbox
+    exists, so only the unreachable server can make the catalog unreadable.)"""
     s = local_stack.settings
     lake.put([event(1, 100, 1), event(2, 100, 2, sales_channel="web")])
     prefixes = {"table_prefix": f"synthetic/{lake.name}/cdc_events"}
@@ -103,7 +107,18 @@ def test_without_the_source_the_refresh_keeps_the_recorded_columns(
     # The lake took sales_channel while the source could be read.
     source = [*OUTBOX.declared_columns(), ADDED]
     ingest_new_files(spark, lake.client, lake.source, table, source_columns=source)
-    unreachable = resources["postgres"].model_copy(update={"port": s.port("postgres") + 7})
+    with socket.socket() as free:  # a port nothing listens on
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]
+    unreachable = PostgresResource(
+        host=s.host,
+        port=port,
+        database=s.pg_database,
+        user=s.pg_user,
+        password=dg.EnvVar("CDC_LAKE_PG_PASSWORD"),
+        replication_user=s.replication_user,
+        sslmode="disable",
+    )
     lake.put([event(3, 200, 3, sales_channel="phone")])
     instance = dg.DagsterInstance.ephemeral()
     result = dg.materialize(
@@ -111,7 +126,7 @@ def test_without_the_source_the_refresh_keeps_the_recorded_columns(
     )
     assert result.success
     logs = [e.user_message for e in instance.all_logs(result.run_id)]
-    assert any("cannot be read, the lake keeps its own" in m for m in logs), logs
+    assert any("cannot be read, the lake keeps its own" in m and "unreachable" in m for m in logs)
     rows = {r["order_id"]: r["sales_channel"] for r in read_table(spark, table.base_path).collect()}
     assert rows == {1: None, 2: "web", 3: "phone"}
     lake.put([event(4, 300, 4, surprise="x")])
