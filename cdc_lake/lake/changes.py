@@ -48,7 +48,7 @@ from pyspark.sql import Window
 from pyspark.sql import functions as F
 
 from cdc_lake.lake.ordering import RECORD_KEY
-from cdc_lake.lake.tables import OUTBOX
+from cdc_lake.lake.tables import or_declared
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -78,7 +78,7 @@ def image_schema(schema: LakeSchema | None = None) -> StructType:
     ignored."""
     from pyspark.sql.types import _parse_datatype_string
 
-    struct = (schema or OUTBOX.declared_schema()).image_struct()
+    struct = or_declared(schema).image_struct()
     for name, spark_type in _CDC_IMAGE_FIELDS:
         struct.add(name, _parse_datatype_string(spark_type))
     return struct
@@ -152,4 +152,4 @@ def image_rows(images: DataFrame, side: str, schema: LakeSchema | None = None) -
     """The non-null ``side`` images (``before`` or ``after``) as lake rows: the table's column
     names and types (dates as DATE, timestamps as TIMESTAMP)."""
     img = images.where(F.col(side).isNotNull()).select(F.col(f"{side}.*"))
-    return img.select(*(schema or OUTBOX.declared_schema()).from_image(img.columns))
+    return img.select(*or_declared(schema).from_image(img.columns))

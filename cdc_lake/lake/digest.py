@@ -67,7 +67,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from cdc_lake.lake.tables import OUTBOX
+from cdc_lake.lake.tables import or_declared
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -81,13 +81,9 @@ HASH_HEX_DIGITS = 15  # 60 bits: a non-negative bigint in both engines
 ROW_HASH = "_row_hash"  # optional precomputed column for spark_digest
 
 
-def _schema(schema: LakeSchema | None) -> LakeSchema:
-    return schema if schema is not None else OUTBOX.declared_schema()
-
-
 def _fields(schema: LakeSchema | None) -> list[tuple[str, str]]:
     """(column, kind) of the canonical text, in its order."""
-    return sorted((c.name, c.kind) for c in _schema(schema).live)
+    return sorted((c.name, c.kind) for c in or_declared(schema).live)
 
 
 def empty_digest(buckets: int = BUCKETS, schema: LakeSchema | None = None) -> dict[str, Any]:
@@ -104,7 +100,7 @@ def _digest(
     return {
         "version": VERSION,
         "buckets": buckets,
-        "columns": columns if columns is not None else _schema(schema).digest_signature(),
+        "columns": columns if columns is not None else or_declared(schema).digest_signature(),
         "rows": sum(v[0] for v in digest.values()),
         "digest": digest,
     }
@@ -250,7 +246,7 @@ def sql_row_hash(schema: LakeSchema | None = None) -> str:
 def source_digest_sql(table: str | None = None, schema: LakeSchema | None = None) -> str:
     """The digest query over ``table`` (by default the schema's source table), hashing the
     live columns of ``schema``; parameter ``buckets``."""
-    schema = _schema(schema)
+    schema = or_declared(schema)
     key = f'"{schema.key}"'
     return f"""
 SELECT mod(mod({key}, %(buckets)s) + %(buckets)s, %(buckets)s) AS bucket, count(*),

@@ -291,11 +291,9 @@ def latest_schema(spark: SparkSession, base_path: str) -> LakeSchema | None:
 
 def data_column_types(
     spark: SparkSession, base_path: str, lake_only: tuple[str, ...]
-) -> dict[str, str] | None:
-    """The table's data columns and their Spark types, in the table's order (Hudi's meta
-    columns and the ``lake_only`` ones left out); None when there is no table."""
-    if not table_exists(spark, base_path):
-        return None
+) -> dict[str, str]:
+    """An existing table's data columns and their Spark types, in the table's order (Hudi's
+    meta columns and the ``lake_only`` ones left out)."""
     fields = spark.read.format("hudi").load(base_path).schema.fields
     return {
         f.name: f.dataType.simpleString()

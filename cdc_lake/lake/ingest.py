@@ -298,11 +298,13 @@ def table_schema(spark: SparkSession, base_path: str) -> LakeSchema | None:
     """The columns of an existing lake table, as its newest commit recorded them or, for a
     table from before, as its types tell; None when there is no table. For readers of the
     table, which need no source (the order items, on EMR too)."""
-    recorded = latest_schema(spark, base_path) if table_exists(spark, base_path) else None
+    if not table_exists(spark, base_path):
+        return None
+    recorded = latest_schema(spark, base_path)
     if recorded is not None:
         return recorded
     lake_types = data_column_types(spark, base_path, (*T.CDC_COLUMNS, OUTBOX.partition_field))
-    return from_lake_types(OUTBOX.source, OUTBOX.key, lake_types) if lake_types else None
+    return from_lake_types(OUTBOX.source, OUTBOX.key, lake_types)
 
 
 def unknown_fields_message(batch: _Batch, schema: LakeSchema, source: RawSource) -> str:

@@ -60,7 +60,7 @@ from cdc_lake.lake.digest import (
 from cdc_lake.lake.hudi import CommitInfo, HudiTableConfig, completed_commits, has_change_feed
 from cdc_lake.lake.ingest import read_table
 from cdc_lake.lake.ordering import RECORD_KEY, live_rows
-from cdc_lake.lake.tables import OUTBOX
+from cdc_lake.lake.tables import or_declared
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -126,7 +126,7 @@ def full_state(
     JSON columns)."""
     rows = read_table(spark, table.base_path)
     # A column the source added that no commit has written yet: null on every row.
-    for c in (schema or OUTBOX.declared_schema()).live:
+    for c in or_declared(schema).live:
         if c.name not in rows.columns:
             rows = rows.withColumn(c.name, F.lit(None).cast(c.lake_type))
     snapshot = rows.select(RECORD_KEY, "is_deleted", spark_row_hash(schema).alias(ROW_HASH)).cache()
@@ -213,7 +213,7 @@ def usable(previous: dict[str, Any] | None, schema: LakeSchema | None = None) ->
     return (
         isinstance(previous, dict)
         and previous.get("version") == VERSION
-        and previous.get("columns") == (schema or OUTBOX.declared_schema()).digest_signature()
+        and previous.get("columns") == or_declared(schema).digest_signature()
         and all(previous.get(k) is not None for k in need)
     )
 

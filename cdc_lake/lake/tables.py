@@ -36,6 +36,12 @@ class CapturedTable:
         return initial(self.source, self.key, self.declared_columns())
 
 
+def or_declared(schema: LakeSchema | None) -> LakeSchema:
+    """``schema``, or where a caller gives none (tests, benchmarks), the outbox's as ``sql/``
+    declares it."""
+    return schema if schema is not None else OUTBOX.declared_schema()
+
+
 @cache
 def _declared(source: str, ddl_file: str) -> tuple[SourceColumn, ...]:
     # Not on EMR (no sql/ there): the Spark apps get the columns in their parameters or from

@@ -54,7 +54,7 @@ from pyspark.sql.types import IntegerType, LongType, StringType, StructType
 
 from cdc_lake.lake import ordering as O
 from cdc_lake.lake.schema import LakeSchema
-from cdc_lake.lake.tables import OUTBOX
+from cdc_lake.lake.tables import OUTBOX, or_declared
 
 CORRUPT_COLUMN = "_corrupt_record"
 # Optional input column: a reason found before parsing (invalid UTF-8, too long), or null.
@@ -88,23 +88,19 @@ CDC_COLUMNS = ("cdc_op", "cdc_lsn", "cdc_source_ts_ms", "is_deleted", O.ORDERING
 UNKNOWN_FIELDS = "unknown_fields"
 
 
-def _schema(schema: LakeSchema | None) -> LakeSchema:
-    return schema if schema is not None else OUTBOX.declared_schema()
-
-
 def raw_event_schema(schema: LakeSchema | None = None) -> StructType:
     """A raw line's schema: the table's columns, Debezium's and the sink's fields, and the
     corrupt-record column of PERMISSIVE parsing."""
-    return _schema(schema).raw_struct((*META_FIELDS, (CORRUPT_COLUMN, "string")))
+    return or_declared(schema).raw_struct((*META_FIELDS, (CORRUPT_COLUMN, "string")))
 
 
 def required_fields(schema: LakeSchema | None = None) -> tuple[str, ...]:
-    return (_schema(schema).key, "__op", "__lsn", "__source_ts_ms")
+    return (or_declared(schema).key, "__op", "__lsn", "__source_ts_ms")
 
 
 def lake_columns(schema: LakeSchema | None = None) -> tuple[str, ...]:
     """The lake row's columns, in ``to_lake_rows``' order."""
-    return (*_schema(schema).names, *CDC_COLUMNS, OUTBOX.partition_field)
+    return (*or_declared(schema).names, *CDC_COLUMNS, OUTBOX.partition_field)
 
 
 def lines_from_text(spark: SparkSession, key_and_text: list[tuple[str, str]]) -> DataFrame:
@@ -147,7 +143,7 @@ def parse_raw_lines(lines: DataFrame, schema: LakeSchema | None = None) -> DataF
     Blank lines are dropped. When ``lines`` has an ``input_error`` column
     (``ingest.read_lines``), a line with one is not parsed and that is its error.
     """
-    schema = _schema(schema)
+    schema = or_declared(schema)
     struct = raw_event_schema(schema)
     value = F.col("value")
     if INPUT_ERROR not in lines.columns:
@@ -304,7 +300,7 @@ def split_valid(parsed: DataFrame) -> tuple[DataFrame, DataFrame]:
 
 def to_lake_rows(good: DataFrame, schema: LakeSchema | None = None) -> DataFrame:
     """Good events as rows of the lake table, columns as ``lake_columns`` says."""
-    schema = _schema(schema)
+    schema = or_declared(schema)
     partition_from = F.date_from_unix_date(F.col(OUTBOX.partition_from))
     return good.select(
         *schema.to_lake(),

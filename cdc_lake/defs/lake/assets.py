@@ -163,16 +163,13 @@ def _source_columns(
     line with a field they lack still stops it (``cdc_lake/lake/ingest.py``)."""
     try:
         conn = postgres.connect()
-    except ConnectionError as e:
+        try:
+            return columns_from_catalog(conn, OUTBOX.source)
+        finally:
+            conn.close()
+    except (ConnectionError, SchemaChangeError) as e:
         context.log.warning(f"the source's columns cannot be read, the lake keeps its own: {e}")
         return None
-    try:
-        return columns_from_catalog(conn, OUTBOX.source)
-    except SchemaChangeError as e:
-        context.log.warning(f"the source's columns cannot be read, the lake keeps its own: {e}")
-        return None
-    finally:
-        conn.close()
 
 
 def schema_metadata(schema: LakeSchema) -> dict[str, dg.MetadataValue]:
