@@ -119,7 +119,8 @@ def worker(cfg: dict[str, Any]) -> dict[str, Any]:
     from cdc_lake.lake.checkpoint import plan as read_plan
     from cdc_lake.lake.hudi import HUDI_CONF, HudiTableConfig
     from cdc_lake.lake.ingest import RawSource, ingest_new_files, read_lines, read_table
-    from cdc_lake.lake.ordering import ORDERING_FIELD, RECORD_KEY, latest_per_key
+    from cdc_lake.lake.ordering import ORDERING_FIELD, latest_per_key
+    from cdc_lake.source.captured import OUTBOX
     from cdc_lake.stack import LocalStack, StackSettings
     from cdc_lake.stack.spark import build_spark_session
 
@@ -165,7 +166,7 @@ def worker(cfg: dict[str, Any]) -> dict[str, Any]:
         good, _ = T.split_valid(T.parse_raw_lines(read_lines(spark, source, objects)))
         return latest_per_key(T.to_lake_rows(good)).localCheckpoint(eager=True)
 
-    on = f"t.{RECORD_KEY} = s.{RECORD_KEY}"
+    on = f"t.{OUTBOX.key} = s.{OUTBOX.key}"
     merge_rule = (
         f"ON {on} "
         f"WHEN MATCHED AND s.{ORDERING_FIELD} >= t.{ORDERING_FIELD} AND s.is_deleted THEN DELETE "
@@ -278,7 +279,7 @@ def worker(cfg: dict[str, Any]) -> dict[str, Any]:
         dec = "decimal(38,0)"
         row = df.agg(
             F.count(F.lit(1)).alias("rows"),
-            F.sum(F.col(RECORD_KEY).cast(dec) * DIGEST_SHIFT + F.col("cdc_lsn")).alias("digest"),
+            F.sum(F.col(OUTBOX.key).cast(dec) * DIGEST_SHIFT + F.col("cdc_lsn")).alias("digest"),
             F.sum(F.xxhash64(*COMPARED).cast(dec)).alias("hash"),
         ).first()
         assert row is not None

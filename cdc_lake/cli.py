@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from cdc_lake.source.captured import OUTBOX, TABLES, captured
 from cdc_lake.stack import LocalStack, StackError, StackSettings
 from cdc_lake.stack.install import install
 
@@ -113,6 +114,10 @@ def cmd_resnapshot(args: argparse.Namespace) -> int:
     if args.orders is None and not args.all:
         print("error: resnapshot needs --orders 1,2,3 or --all", file=sys.stderr)
         return 2
+    table = captured(args.table)
+    if table != OUTBOX and args.orders is not None:
+        print(f"error: --orders picks outbox orders; for {table.source} use --all", file=sys.stderr)
+        return 2
     orders: list[int] | None = None if args.all else args.orders
     conn = _connect(_settings(args))
     try:
@@ -126,10 +131,13 @@ def cmd_resnapshot(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             return 2
-        signal_id = request_snapshot(conn, orders)
+        signal_id = request_snapshot(conn, orders, table=table)
     finally:
         conn.close()
-    what = "every order" if orders is None else f"{len(set(orders))} order(s)"
+    if table != OUTBOX:
+        what = f"every row of {table.source}"
+    else:
+        what = "every order" if orders is None else f"{len(set(orders))} order(s)"
     print(f"requested an incremental snapshot of {what}: signal {signal_id}")
     return 0
 
@@ -187,7 +195,7 @@ def cmd_workload(args: argparse.Namespace) -> int:
 def cmd_lake(args: argparse.Namespace) -> int:
     from cdc_lake.repair import replay
 
-    return replay(_settings(args), args.from_offset)
+    return replay(_settings(args), args.from_offset, table=captured(args.table))
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -327,7 +335,13 @@ def main(argv: list[str] | None = None) -> int:
     chosen.add_argument(
         "--orders", type=_order_ids, help="resnapshot: these order ids, comma-separated"
     )
-    chosen.add_argument("--all", action="store_true", help="resnapshot: every order")
+    chosen.add_argument("--all", action="store_true", help="resnapshot: every row of the table")
+    source.add_argument(
+        "--table",
+        choices=[t.source for t in TABLES],
+        default=OUTBOX.source,
+        help="resnapshot: the captured table (default: the outbox)",
+    )
     source.set_defaults(func=cmd_source)
     workload = sub.add_parser("workload", help="apply a seeded stream of changes")
     workload.add_argument("--changes", type=_number(int, 1, None, "--changes"), default=50)
@@ -341,6 +355,12 @@ def main(argv: list[str] | None = None) -> int:
     workload.set_defaults(func=cmd_workload)
     lake = sub.add_parser("lake", help="the Hudi lake: repair")
     lake.add_argument("action", choices=["replay"])
+    lake.add_argument(
+        "--table",
+        choices=[t.source for t in TABLES],
+        default=OUTBOX.source,
+        help="the captured table to replay (default: the outbox)",
+    )
     lake.add_argument(
         "--from-offset",
         type=_number(int, 0, None, "--from-offset"),

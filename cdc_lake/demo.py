@@ -1,7 +1,7 @@
 """``cdc-lake demo``: the README's main command, the whole pipeline on the local stack.
 
 1. install what is missing and bring the stack up;
-2. materialise all five assets (sample data loaded on the way) with their checks;
+2. materialise every asset (sample data loaded on the way) with their checks;
 3. apply a few changes with the workload and wait for the S3 sink to flush them; then run the
    Dagster daemon with ``raw_cdc_files_sensor`` turned on until the one ``lake_refresh`` run
    it requests has ended, and turn the sensor off again (``cdc_lake/instance.py``). The sensor's
@@ -61,7 +61,7 @@ def run_demo(settings: StackSettings, changes: int = 25) -> int:
     assets = [a for a in definitions.assets or [] if isinstance(a, dg.AssetsDefinition)]
     checks = list(definitions.asset_checks or [])
 
-    print("[demo] materialising all five assets with their checks", flush=True)
+    print("[demo] materialising every asset with its checks", flush=True)
     first = dg.materialize(
         [*assets, *checks], resources=resources, instance=instance, run_config=QUIET
     )

@@ -7,12 +7,14 @@ the call, through the ``lake_refresh`` job on the configured Dagster instance.
    Connect has committed the source offsets up to it, that is after Kafka acknowledged those
    records. A quiet outbox does not stall this: Debezium's heartbeat (every
    ``heartbeat_interval_ms``) commits a transaction past the mark, which the slot then passes.
-2. **Flushed.** Then the topic's end offsets as they are; it waits until the S3 sink's consumer
-   group has committed them (the sink commits an offset only once its object is uploaded).
-3. **Refreshed.** It runs ``lake_refresh`` (the Hudi table, then the order items, with their
-   checks) in this process on the instance at ``DAGSTER_HOME``, else ``<state>/dagster_home``,
-   tagged ``cdc_lake/trigger=cdc-lake refresh``, so the run shows in the UI beside the sensor's.
-   The job ingests from the lake's own checkpoint, so calling it twice ingests nothing twice.
+2. **Flushed.** Then each captured table's topic's end offsets as they are; it waits until the
+   S3 sink's consumer group has committed them (the sink commits an offset only once its object
+   is uploaded).
+3. **Refreshed.** It runs ``lake_refresh`` (the outbox's Hudi table, then the order items, with
+   their checks), then each other captured table's ``<table>_lake_refresh``, in this process on
+   the instance at ``DAGSTER_HOME``, else ``<state>/dagster_home``, tagged
+   ``cdc_lake/trigger=cdc-lake refresh``, so the run shows in the UI beside the sensor's. The job
+   ingests from the lake's own checkpoint, so calling it twice ingests nothing twice.
 
 It prints one line per stage and what the run ingested. Exit status: 0 when the run succeeded
 and no check failed with ERROR severity; 1 when the run failed or such a check failed
@@ -26,8 +28,10 @@ import os
 import re
 import sys
 import time
+from collections.abc import Sequence
 from typing import Any
 
+from cdc_lake.source.captured import TABLES, CapturedTable
 from cdc_lake.stack.settings import StackSettings
 
 TRIGGER_TAG = "cdc_lake/trigger"
@@ -100,18 +104,15 @@ def _figures(metadata: dict[str, Any], wanted: tuple[str, ...]) -> str:
     return ", ".join(out)
 
 
-def run_refresh(settings: StackSettings, timeout_s: float = 300.0) -> int:
+def run_refresh(
+    settings: StackSettings, timeout_s: float = 300.0, tables: Sequence[CapturedTable] = TABLES
+) -> int:
     import dagster as dg
     import psycopg2
 
-    from cdc_lake.defs.keys import HUDI_KEY, ORDER_ITEMS_KEY
-    from cdc_lake.defs.lake.jobs import lake_refresh_job
-    from cdc_lake.instance import (
-        check_evaluations,
-        configured_home,
-        dagster_env,
-        materializations,
-    )
+    from cdc_lake.defs.keys import ORDER_ITEMS_KEY, table_keys
+    from cdc_lake.defs.lake.jobs import refresh_jobs
+    from cdc_lake.instance import configured_home, dagster_env
     from cdc_lake.resources.local import local_resources
     from cdc_lake.streaming.topics import wait_for_consumer
 
@@ -131,18 +132,34 @@ def run_refresh(settings: StackSettings, timeout_s: float = 300.0) -> int:
     finally:
         conn.close()
     print(f"[refresh] Debezium has published up to WAL {mark} (slot at {confirmed})", flush=True)
-    try:
-        ends = wait_for_consumer(kafka.client_conf(), cdc.sink_consumer_group, cdc.topic, timeout_s)
-    except TimeoutError as e:
-        print(f"error: the S3 sink has not flushed the topic: {e}", file=sys.stderr)
-        return 2
-    print(f"[refresh] the S3 sink has flushed {cdc.topic} up to offsets {ends}", flush=True)
+    for table in tables:
+        topic = cdc.topic_of(table)
+        try:
+            ends = wait_for_consumer(kafka.client_conf(), cdc.sink_consumer_group, topic, timeout_s)
+        except TimeoutError as e:
+            print(f"error: the S3 sink has not flushed the topic: {e}", file=sys.stderr)
+            return 2
+        print(f"[refresh] the S3 sink has flushed {topic} up to offsets {ends}", flush=True)
 
     from cdc_lake.definitions import defs as load_defs
 
     definitions = load_defs() if callable(load_defs) else load_defs
-    job = definitions.resolve_job_def(lake_refresh_job.name)
     instance = dg.DagsterInstance.get()
+    status = 0
+    for table in tables:
+        job = definitions.resolve_job_def(refresh_jobs[table].name)
+        shown = (table_keys(table).hudi, ORDER_ITEMS_KEY)
+        status = max(status, _run_job(job, instance, shown, f"{home}", t0))
+    return status
+
+
+def _run_job(job: Any, instance: Any, shown: tuple[Any, Any], home: str, t0: float) -> int:
+    """One refresh job in this process; 0, or 1 when it failed or a check failed with ERROR."""
+    import dagster as dg
+
+    from cdc_lake.instance import check_evaluations, materializations
+
+    hudi_key, items_key = shown
     result = job.execute_in_process(
         instance=instance,
         tags={TRIGGER_TAG: "cdc-lake refresh"},
@@ -151,7 +168,7 @@ def run_refresh(settings: StackSettings, timeout_s: float = 300.0) -> int:
     )
     run_id = result.run_id
     mats = materializations(instance, run_id)
-    for key, wanted in ((HUDI_KEY, HUDI_FIGURES), (ORDER_ITEMS_KEY, ITEMS_FIGURES)):
+    for key, wanted in ((hudi_key, HUDI_FIGURES), (items_key, ITEMS_FIGURES)):
         if key in mats:
             print(f"[refresh] {key.to_user_string()}: {_figures(mats[key].metadata, wanted)}")
     failed = []

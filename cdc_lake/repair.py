@@ -1,7 +1,8 @@
 """``cdc-lake lake replay``: bring a lake that drifted from the source back to it.
 
-A replay runs the Hudi asset with ``replay_from_offset``: every raw line from that Kafka offset
-on is read again, whatever the checkpoint says, then the order items are rebuilt and the lake's
+A replay runs one captured table's Hudi asset (the outbox's by default, ``--table`` for another)
+with ``replay_from_offset``: every raw line of its topic from that Kafka offset on is read again,
+whatever its checkpoint says, then (for the outbox) the order items are rebuilt, and the table's
 checks run. The latest change per order still wins, so a replay can only repair: rows that are
 already right stay as they are, and a missing or stale row gets its newest change back. It runs
 through Dagster on the configured instance (``DAGSTER_HOME``; locally ``<state>/dagster_home``),
@@ -17,9 +18,8 @@ import os
 from collections.abc import Callable
 from typing import Any
 
+from cdc_lake.source.captured import OUTBOX, CapturedTable
 from cdc_lake.stack.settings import StackSettings
-
-HUDI_OP = "hudi__datalake__cdc_events"  # the op name Dagster gives the Hudi asset
 
 
 def replay(
@@ -27,13 +27,16 @@ def replay(
     from_offset: int,
     resources: dict[str, Any] | None = None,
     say: Callable[[str], None] = print,
+    table: CapturedTable = OUTBOX,
 ) -> int:
-    """Replays the raw files from ``from_offset``; 0 when the lake then matches the source."""
+    """Replays ``table``'s raw files from ``from_offset``; 0 when its lake table then matches
+    the source."""
     import dagster as dg
 
-    from cdc_lake.defs.keys import HUDI_KEY
-    from cdc_lake.defs.lake.assets import cdc_events_hudi
-    from cdc_lake.defs.lake.checks import matches_source, no_quarantined_lines
+    from cdc_lake.defs.keys import table_keys
+    from cdc_lake.defs.lake.assets import hudi_tables
+    from cdc_lake.defs.lake.checks import table_checks
+    from cdc_lake.defs.lake.jobs import hudi_op
     from cdc_lake.defs.marts.assets import order_items
     from cdc_lake.instance import configured_home
     from cdc_lake.resources import build_resources, environment_name
@@ -47,17 +50,20 @@ def replay(
     os.environ["DAGSTER_HOME"] = str(configured_home(settings))
     if resources is None:
         resources = local_resources(settings) if local else build_resources()
-    say(f"[replay] re-ingesting the raw files from offset {from_offset}")
+    say(f"[replay] re-ingesting the raw files of {table.source} from offset {from_offset}")
+    hudi_key = table_keys(table).hudi
+    quarantine, matches, _ = table_checks[table]
+    marts = [order_items] if table == OUTBOX else []
     result = dg.materialize(
-        [cdc_events_hudi, order_items, matches_source, no_quarantined_lines],
+        [hudi_tables[table], *marts, matches, quarantine],
         resources=resources,
         instance=dg.DagsterInstance.get(),
-        run_config={"ops": {HUDI_OP: {"config": {"replay_from_offset": from_offset}}}},
+        run_config={"ops": {hudi_op(hudi_key): {"config": {"replay_from_offset": from_offset}}}},
         raise_on_error=False,
     )
     for event in result.get_asset_materialization_events():
         mat = event.materialization
-        if mat.asset_key == HUDI_KEY:
+        if mat.asset_key == hudi_key:
             meta = {k: v.value for k, v in mat.metadata.items()}
             say(
                 f"[replay] read {meta['files_read']} raw objects, {meta['events_read']} events; "

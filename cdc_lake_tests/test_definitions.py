@@ -33,6 +33,11 @@ def test_definitions_hold_the_pipeline():
         "s3/raw/cdc_events_files",
         "hudi/datalake/cdc_events",
         "s3/marts/order_items",
+        # The second captured table, from its declaration alone.
+        "postgres/datalake/customers",
+        "kafka/customers_topic",
+        "s3/raw/customers_files",
+        "hudi/datalake/customers",
     }
     graph = repo.asset_graph
     # Lineage runs outbox -> topic -> raw files -> Hudi -> order items.
@@ -43,10 +48,17 @@ def test_definitions_hold_the_pipeline():
         "hudi/datalake/cdc_events",
         "s3/marts/order_items",
     ]
-    for upstream, downstream in zip(chain, chain[1:], strict=False):
-        parents = graph.get(dg.AssetKey.from_user_string(downstream)).parent_keys
-        assert dg.AssetKey.from_user_string(upstream) in parents
-    for key in chain:
+    customers = [
+        "postgres/datalake/customers",
+        "kafka/customers_topic",
+        "s3/raw/customers_files",
+        "hudi/datalake/customers",
+    ]
+    for line in (chain, customers):
+        for upstream, downstream in zip(line, line[1:], strict=False):
+            parents = graph.get(dg.AssetKey.from_user_string(downstream)).parent_keys
+            assert parents == {dg.AssetKey.from_user_string(upstream)}, (downstream, parents)
+    for key in chain + customers:
         node = graph.get(dg.AssetKey.from_user_string(key))
         assert node.owners and node.kinds and node.description and node.group_name
     checks = {c.name for c in repo.asset_graph.asset_check_keys}
@@ -59,6 +71,13 @@ def test_definitions_hold_the_pipeline():
     for key in ("hudi/datalake/cdc_events", "s3/marts/order_items"):
         assert graph.get(dg.AssetKey.from_user_string(key)).freshness_policy is not None
     assert repo.has_sensor_def("raw_cdc_files_sensor")
+    # The customers' own checks, sensor and refresh job, named after the table.
+    hudi = dg.AssetKey.from_user_string("hudi/datalake/customers")
+    assert {c.name for c in repo.asset_graph.asset_check_keys if c.asset_key == hudi} == {
+        "customer_id_unique", "no_deleted_customers", "incremental_matches_rescan",
+        "matches_source", "no_quarantined_lines", "schema_matches_source",
+    }  # fmt: skip
+    assert repo.get_sensor_def("customers_raw_files_sensor").job_name == "customers_lake_refresh"
     # The nightly full rescan: a named job and a schedule, off until a user turns it on.
     full = repo.get_schedule_def("lake_full_check_schedule")
     assert full.job_name == "lake_full_check"

@@ -1,7 +1,8 @@
 """``cdc-lake refresh`` on the session stack: changes committed just before the call are in the
 lake after it (``matches_source`` passes in the run, which it would not if the refresh had not
 waited for Debezium and the sink), through one ``lake_refresh`` run on the configured instance,
-tagged as the refresh's; a second call finds nothing new."""
+tagged as the refresh's, and the same for the other captured table (``datalake.customers``)
+through its own ``customers_lake_refresh``; a second call finds nothing new."""
 
 from __future__ import annotations
 
@@ -10,10 +11,11 @@ import os
 import dagster as dg
 import psycopg2
 
-from cdc_lake.defs.keys import HUDI_KEY
+from cdc_lake.defs.keys import HUDI_KEY, table_keys
 from cdc_lake.defs.lake.jobs import lake_refresh_job
 from cdc_lake.instance import check_evaluations, dagster_env, materializations
 from cdc_lake.refresh import TRIGGER_TAG, run_refresh
+from cdc_lake.source.captured import CUSTOMERS
 from cdc_lake.source.workload import Workload
 from cdc_lake.stack import LocalStack
 
@@ -30,6 +32,12 @@ def test_refresh_catches_up_through_lake_refresh(
     conn = psycopg2.connect(settings.pg_dsn())
     try:
         applied = Workload(conn, seed=1212).run(12, rate_per_s=0)  # committed right now
+        with conn.cursor() as cur:  # and a change of the other captured table
+            cur.execute(
+                "UPDATE datalake.customers SET phone = 'refresh ' || customer_id "
+                "WHERE customer_id = (SELECT min(customer_id) FROM datalake.customers)"
+            )
+        conn.commit()
     finally:
         conn.close()
     assert applied
@@ -37,9 +45,18 @@ def test_refresh_catches_up_through_lake_refresh(
     assert run_refresh(settings, timeout_s=240) == 0
     out = capsys.readouterr().out
     instance = dg.DagsterInstance.from_config(str(home))
-    runs = [r.dagster_run for r in instance.get_run_records()]
-    assert [r.job_name for r in runs] == [lake_refresh_job.name]
-    run = runs[0]
+    runs = {r.dagster_run.job_name: r.dagster_run for r in instance.get_run_records()}
+    customers = table_keys(CUSTOMERS)
+    assert set(runs) == {lake_refresh_job.name, customers.refresh_job}
+    # The customers' own run: its Hudi table took the change and equals its source table.
+    theirs = runs[customers.refresh_job]
+    assert theirs.status == dg.DagsterRunStatus.SUCCESS
+    assert {e.check_name: e.passed for e in check_evaluations(instance, theirs.run_id)}[
+        "matches_source"
+    ]
+    took = materializations(instance, theirs.run_id)[customers.hudi].metadata["events_upserted"]
+    assert isinstance(took.value, int) and took.value >= 1
+    run = runs[lake_refresh_job.name]
     assert run.status == dg.DagsterRunStatus.SUCCESS
     assert run.tags[TRIGGER_TAG] == "cdc-lake refresh"
     checks = {e.check_name: e for e in check_evaluations(instance, run.run_id)}
@@ -52,7 +69,10 @@ def test_refresh_catches_up_through_lake_refresh(
 
     # Nothing committed since: the second refresh ingests nothing and still matches.
     assert run_refresh(settings, timeout_s=240) == 0
-    again = [r.dagster_run for r in instance.get_run_records()][0]
+    again = [
+        r.dagster_run
+        for r in instance.get_run_records(dg.RunsFilter(job_name=lake_refresh_job.name))
+    ][0]
     assert again.run_id != run.run_id
     meta = materializations(instance, again.run_id)[HUDI_KEY].metadata
     assert meta["events_upserted"].value == 0
@@ -110,7 +130,10 @@ def test_refresh_exits_1_naming_the_failed_check(
         conn.close()
     assert run_refresh(settings, timeout_s=240) == 0
     instance = dg.DagsterInstance.from_config(str(home))
-    last = [r.dagster_run for r in instance.get_run_records()][0]
+    last = [
+        r.dagster_run
+        for r in instance.get_run_records(dg.RunsFilter(job_name=lake_refresh_job.name))
+    ][0]
     assert {e.check_name: e.passed for e in check_evaluations(instance, last.run_id)}[
         "matches_source"
     ]

@@ -81,7 +81,8 @@ def checkpoint_of(metadata: dict[str, dg.MetadataValue]) -> dict | None:
     return value if isinstance(value, dict) else None
 
 
-def lake_checkpoint(instance: dg.DagsterInstance) -> dict | None:
-    """The checkpoint of the Hudi asset's latest materialization: where the lake is."""
-    latest = latest_materialization(instance, HUDI_KEY)
+def lake_checkpoint(instance: dg.DagsterInstance, key: dg.AssetKey = HUDI_KEY) -> dict | None:
+    """The checkpoint of a Hudi asset's latest materialization (the outbox's by default): where
+    that lake table is."""
+    latest = latest_materialization(instance, key)
     return checkpoint_of(latest[1]) if latest else None

@@ -47,8 +47,8 @@ from typing import TYPE_CHECKING
 from pyspark.sql import Window
 from pyspark.sql import functions as F
 
-from cdc_lake.lake.ordering import RECORD_KEY
 from cdc_lake.lake.tables import or_declared
+from cdc_lake.source.captured import OUTBOX
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -93,7 +93,7 @@ def read_changes(
 ) -> DataFrame:
     """The change feed of the commits that completed after ``after_completed`` and up to
     ``upto_completed`` (completion times; ``"0"`` for "from the first commit"): columns
-    ``order_id``, ``op``, ``commit`` (the commit's instant) and ``before``/``after`` as structs
+    the table's key, ``op``, ``commit`` (the commit's instant) and ``before``/``after`` as structs
     of ``image_schema(schema)`` (null where the image is). A column added after a commit is
     null in that commit's images."""
     struct = image_schema(schema)
@@ -116,8 +116,9 @@ def read_changes(
         return F.from_json(text, struct).alias(name)
 
     images = raw.select("op", F.col("ts_ms").alias("commit"), image("before"), image("after"))
+    key = or_declared(schema).key
     return images.select(
-        F.coalesce(F.col("after")[RECORD_KEY], F.col("before")[RECORD_KEY]).alias(RECORD_KEY),
+        F.coalesce(F.col("after")[key], F.col("before")[key]).alias(key),
         "op",
         "commit",
         "before",
@@ -125,24 +126,24 @@ def read_changes(
     )
 
 
-def first_and_last(changes: DataFrame) -> DataFrame:
-    """Per order, its state before the range (``before``: null if it did not exist) and after
+def first_and_last(changes: DataFrame, key: str = OUTBOX.key) -> DataFrame:
+    """Per key, its state before the range (``before``: null if it did not exist) and after
     it (``after``: null if it no longer exists), from ``read_changes``' rows."""
-    by_key = Window.partitionBy(RECORD_KEY)
-    per_commit = changes.groupBy(RECORD_KEY, "commit").agg(
+    by_key = Window.partitionBy(key)
+    per_commit = changes.groupBy(key, "commit").agg(
         # Within a commit an order has at most one before and one after (a partition move
         # logs its old row as a d and its new row as an i).
         F.first("before", ignorenulls=True).alias("before"),
         F.first("after", ignorenulls=True).alias("after"),
     )
     ranked = per_commit.select(
-        RECORD_KEY,
+        key,
         "before",
         "after",
         (F.col("commit") == F.min("commit").over(by_key)).alias("_first"),
         (F.col("commit") == F.max("commit").over(by_key)).alias("_last"),
     )
-    return ranked.groupBy(RECORD_KEY).agg(
+    return ranked.groupBy(key).agg(
         F.first(F.when(F.col("_first"), F.col("before")), ignorenulls=True).alias("before"),
         F.first(F.when(F.col("_last"), F.col("after")), ignorenulls=True).alias("after"),
     )

@@ -6,18 +6,21 @@ The one home of both sides. Spark computes it over a snapshot of the Hudi table
 rows give bit-identical digests.
 
 What it holds
-    Rows are grouped in buckets by ``order_id`` mod ``BUCKETS`` (non-negative remainder). Per
-    bucket: the row count, the sum and the sum of squares of the order_ids (the key part), and
-    the sum of a 60-bit row hash (the content part). Sums are exact integers (numeric in
-    PostgreSQL, decimal(38,0) in Spark), so there is no rounding and no overflow.
+    Each row's key number is its key where the key is an integer (the outbox's ``order_id``),
+    else the first 32 bits (8 hex digits) of the md5 of the key's canonical text (below; the
+    customers' ``customer_id``). Rows are grouped in buckets by key number mod ``BUCKETS``
+    (non-negative remainder). Per bucket: the row count, the sum and the sum of squares of the
+    key numbers (the key part), and the sum of a 60-bit row hash (the content part). Sums are
+    exact integers (numeric in PostgreSQL, decimal(38,0) in Spark), so there is no rounding and
+    no overflow.
 
 What equal digests prove
-    That the live rows are equal: the same order_ids and, for each, the same value in every
+    That the live rows are equal: the same keys and, for each, the same value in every
     column the source has now (a column dropped at the source and kept in the lake is left
     out; the digest names the columns it covers, and digests over other columns do not
     compare). A missing or extra key changes its bucket's count or key sums
     (reported as a key difference). A stale row under the right key changes only its bucket's
-    content sum (a content difference). The row hash covers order_id too, so content moved from
+    content sum (a content difference). The row hash covers the key too, so content moved from
     one key to another is also caught.
 
 Row hash
@@ -78,6 +81,7 @@ BUCKETS = 64
 # Bump when the canonical text changes: digests of two versions do not compare.
 VERSION = 3
 HASH_HEX_DIGITS = 15  # 60 bits: a non-negative bigint in both engines
+KEY_HEX_DIGITS = 8  # 32 bits: a key number whose square sums stay far inside decimal(38,0)
 ROW_HASH = "_row_hash"  # optional precomputed column for spark_digest
 
 
@@ -172,11 +176,22 @@ def spark_row_hash(schema: LakeSchema | None = None) -> Column:
     return F.conv(prefix, 16, 10).cast("decimal(38,0)")
 
 
+def _spark_key_number(schema: LakeSchema | None) -> Column:
+    from pyspark.sql import functions as F
+
+    schema = or_declared(schema)
+    kind = schema.column(schema.key).kind
+    if kind == "int":
+        return F.col(schema.key).cast("decimal(38,0)")
+    prefix = F.substring(F.md5(_spark_text(schema.key, kind)), 1, KEY_HEX_DIGITS)
+    return F.conv(prefix, 16, 10).cast("decimal(38,0)")
+
+
 def spark_digest(
     live: DataFrame, buckets: int = BUCKETS, schema: LakeSchema | None = None
 ) -> dict[str, Any]:
     """The digest of a DataFrame of live lake rows (deleted rows already filtered out): with
-    ``order_id`` and either the live columns of ``schema`` or their hash as ``ROW_HASH``."""
+    the key and either the live columns of ``schema`` or their hash as ``ROW_HASH``."""
     return spark_digests(live, (), buckets, schema)[()]
 
 
@@ -190,10 +205,10 @@ def spark_digests(
     job: rows as for ``spark_digest``."""
     from pyspark.sql import functions as F
 
-    oid = F.col("order_id").cast("decimal(38,0)")
+    oid = _spark_key_number(schema)
     row_hash = F.col(ROW_HASH) if ROW_HASH in rows.columns else spark_row_hash(schema)
     sums = (
-        rows.groupBy(*by, F.pmod(F.col("order_id"), F.lit(buckets)).alias("bucket"))
+        rows.groupBy(*by, F.pmod(oid, F.lit(buckets)).cast("int").alias("bucket"))
         .agg(
             F.count("*").alias("n"),
             F.sum(oid).alias("s"),
@@ -243,16 +258,26 @@ def sql_row_hash(schema: LakeSchema | None = None) -> str:
     )
 
 
+def _sql_key_number(schema: LakeSchema) -> str:
+    kind = schema.column(schema.key).kind
+    if kind == "int":
+        return f'"{schema.key}"::numeric'
+    text = _sql_text(schema.key, str(kind))
+    return (
+        f"('x' || substr(md5(convert_to({text}, 'UTF8')), 1, {KEY_HEX_DIGITS}))"
+        f"::bit({KEY_HEX_DIGITS * 4})::bigint::numeric"
+    )
+
+
 def source_digest_sql(table: str | None = None, schema: LakeSchema | None = None) -> str:
     """The digest query over ``table`` (by default the schema's source table), hashing the
     live columns of ``schema``; parameter ``buckets``."""
     schema = or_declared(schema)
-    key = f'"{schema.key}"'
     return f"""
-SELECT mod(mod({key}, %(buckets)s) + %(buckets)s, %(buckets)s) AS bucket, count(*),
-       sum({key}::numeric), sum({key}::numeric * {key}::numeric), sum(h::numeric)
+SELECT mod(mod(k, %(buckets)s) + %(buckets)s, %(buckets)s) AS bucket, count(*),
+       sum(k), sum(k * k), sum(h::numeric)
 FROM (
-    SELECT {key}, {sql_row_hash(schema)} AS h
+    SELECT {_sql_key_number(schema)} AS k, {sql_row_hash(schema)} AS h
     FROM {table or schema.table}
 ) AS hashed
 GROUP BY 1

@@ -39,6 +39,7 @@ from cdc_lake.lake import ordering as O
 from cdc_lake.lake.changes import CHANGE_FEED_OPTIONS
 from cdc_lake.lake.checkpoint import CHECKPOINT_KEY
 from cdc_lake.lake.schema import SCHEMA_KEY, LakeSchema, schema_json
+from cdc_lake.lake.tables import or_declared
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -112,7 +113,7 @@ class HudiTableConfig:
             "hoodie.datasource.write.table.name": self.table_name,
             "hoodie.datasource.write.table.type": self.table_type,
             "hoodie.datasource.write.operation": "upsert",
-            **O.merge_options(),
+            **O.merge_options(or_declared(schema).key),
             "hoodie.upsert.shuffle.parallelism": p,
             "hoodie.insert.shuffle.parallelism": p,
             "hoodie.delete.shuffle.parallelism": p,

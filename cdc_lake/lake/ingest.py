@@ -64,8 +64,9 @@ from cdc_lake.lake.schema import (
     evolve,
     from_lake_types,
 )
-from cdc_lake.lake.tables import OUTBOX
+from cdc_lake.lake.tables import declared_columns
 from cdc_lake.raw.objects import RawLayout, RawObject
+from cdc_lake.source.captured import OUTBOX, CapturedTable
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -270,24 +271,31 @@ def _summarize(
 
 
 def lake_schema(
-    spark: SparkSession, table: HudiTableConfig, source_columns: Sequence[SourceColumn] | None
+    spark: SparkSession,
+    table: HudiTableConfig,
+    source_columns: Sequence[SourceColumn] | None,
+    captured: CapturedTable = OUTBOX,
+    declared: Sequence[SourceColumn] | None = None,
 ) -> LakeSchema:
-    """The lake's columns once the source's are taken (``SchemaChangeError`` if they cannot
-    be). ``source_columns``: as the source's catalog lists them; None when it could not be
-    read: then the columns the newest commit recorded, or for a table without any, the
-    outbox's as ``sql/`` declares it."""
+    """The lake's columns of the table ``captured`` declares, once the source's are taken
+    (``SchemaChangeError`` if they cannot be). ``source_columns``: as the source's catalog
+    lists them; None when it could not be read: then the columns the newest commit recorded,
+    or for a table without any, the ones ``sql/`` declares (``declared``: as the caller read
+    them, for a Spark app that has no ``sql/``, as on EMR)."""
     exists = table_exists(spark, table.base_path)
     recorded = latest_schema(spark, table.base_path) if exists else None
     if source_columns is None:
         source_columns = (
             [SourceColumn(c.name, str(c.source_type), True, c.position) for c in recorded.live]
             if recorded is not None
-            else OUTBOX.declared_columns()
+            else list(declared)
+            if declared is not None
+            else declared_columns(captured)
         )
-    lake_only = (*T.CDC_COLUMNS, OUTBOX.partition_field)
+    lake_only = (*T.CDC_COLUMNS, *captured.lake_partition)
     return evolve(
-        OUTBOX.source,
-        OUTBOX.key,
+        captured.source,
+        captured.key,
         list(source_columns),
         data_column_types(spark, table.base_path, lake_only) if exists else None,
         recorded,
@@ -303,7 +311,7 @@ def table_schema(spark: SparkSession, base_path: str) -> LakeSchema | None:
     recorded = latest_schema(spark, base_path)
     if recorded is not None:
         return recorded
-    lake_types = data_column_types(spark, base_path, (*T.CDC_COLUMNS, OUTBOX.partition_field))
+    lake_types = data_column_types(spark, base_path, (*T.CDC_COLUMNS, *OUTBOX.lake_partition))
     return from_lake_types(OUTBOX.source, OUTBOX.key, lake_types)
 
 
@@ -331,12 +339,15 @@ def ingest_new_files(
     replay_from: int | None = None,
     max_line_mb: float = DEFAULT_MAX_LINE_MB,
     source_columns: Sequence[SourceColumn] | None = None,
+    captured: CapturedTable = OUTBOX,
+    declared: Sequence[SourceColumn] | None = None,
 ) -> IngestResult:
-    """One refresh (see the module docstring). ``replay_from``: read every partition again
-    from that offset on, whatever the checkpoint says. A line over ``max_line_mb`` is bad.
-    ``source_columns``: the source table's columns as its catalog lists them now."""
+    """One refresh (see the module docstring) of the table that ``captured`` declares.
+    ``replay_from``: read every partition again from that offset on, whatever the checkpoint
+    says. A line over ``max_line_mb`` is bad. ``source_columns``: the source table's columns as
+    its catalog lists them now; ``declared``: as ``sql/`` declares them (``lake_schema``)."""
     t0 = time.monotonic()
-    schema = lake_schema(spark, table, source_columns)
+    schema = lake_schema(spark, table, source_columns, captured, declared)
     stored = current_checkpoint(spark, s3_client, source, table)
     start = stored.rewound(replay_from) if replay_from is not None else stored
     plan = C.plan(s3_client, source.bucket, source.layout, start)
@@ -387,15 +398,17 @@ def ingest_new_files(
             result.quarantined, result.quarantine_path = n_bad, target
         rows = T.to_lake_rows(good, schema)
         result.events_read = batch.good
-        latest = O.latest_per_key(rows)
+        latest = O.latest_per_key(rows, schema.key)
         result.snapshot_ts_ms = batch.snapshot_ts_ms
         if result.snapshot_ts_ms is not None:
             rows_now = None
             if table_exists(spark, table.base_path):
                 rows_now = read_table(spark, table.base_path)
-            absent = S.absent_from_snapshot(rows_now, latest, result.snapshot_ts_ms).persist()
+            absent = S.absent_from_snapshot(
+                rows_now, latest, result.snapshot_ts_ms, schema.key
+            ).persist()
             result.absent_from_snapshot = absent.count()
-            latest = O.latest_per_key(latest.unionByName(absent))
+            latest = O.latest_per_key(latest.unionByName(absent), schema.key)
         latest = O.with_delete_marker(latest, table.delete_mode)
         # Counted and then written: kept, so the window over the batch is computed once.
         latest = latest.persist()

@@ -2,17 +2,20 @@
 and only this one, to change it.
 
 Key
-    One row per ``order_id`` (``RECORD_KEY``), across partitions.
+    One row per value of the table's key (its declaration's ``key``,
+    ``cdc_lake/source/captured.py``; ``order_id`` for the outbox), across partitions. The rule
+    below is the same for every captured table.
 
 Ordering
-    Per order, the change with the greatest ``(__source_ts_ms, __lsn)`` wins. ``cdc_ordering``
+    Per key, the change with the greatest ``(__source_ts_ms, __lsn)`` wins. ``cdc_ordering``
     (``ORDERING_FIELD``) encodes that pair as one zero-padded string (15 + 20 digits) whose
     lexical order is the numeric order. A null ``__lsn`` counts as 0: Debezium's incremental
     (ad-hoc) snapshot reads have none, and as ``__source_ts_ms`` the time they were emitted, so
     they sort after the changes streamed before them (``cdc_lake/streaming/signals.py``).
     - Within a batch, ``latest_per_key`` keeps the winner. Equal ``(ts, lsn)`` is broken by
-      operation (d > u > c > r), then ``updated_at``, then the remaining columns, so the choice
-      never depends on partitioning or input order, and exact duplicates collapse to one row.
+      operation (d > u > c > r), then ``updated_at`` where the table has one, then the
+      remaining columns, so the choice never depends on partitioning or input order, and exact
+      duplicates collapse to one row.
     - Across batches, Hudi merges with ``EVENT_TIME_ORDERING`` on ``cdc_ordering``
       (``merge_options``): an incoming row replaces the stored one only if it is not older, so
       a change that arrives after a newer one is ignored.
@@ -36,10 +39,11 @@ from typing import TYPE_CHECKING
 from pyspark.sql import Column, Window
 from pyspark.sql import functions as F
 
+from cdc_lake.source.captured import OUTBOX
+
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-RECORD_KEY = "order_id"
 ORDERING_FIELD = "cdc_ordering"
 # Ranks for breaking a (ts, lsn) tie: a delete beats an update beats an insert beats a snapshot.
 OP_RANK = {"d": 3, "u": 2, "c": 1, "r": 0}
@@ -53,18 +57,19 @@ def ordering(ts: Column, lsn: Column) -> Column:
     return F.format_string("%015d%020d", ts, F.coalesce(lsn, F.lit(0)))
 
 
-def latest_per_key(rows: DataFrame) -> DataFrame:
-    """Per ``order_id``, the lake row with the greatest ``(cdc_source_ts_ms, cdc_lsn)``, ties
+def latest_per_key(rows: DataFrame, key: str = OUTBOX.key) -> DataFrame:
+    """Per value of ``key``, the lake row with the greatest ``(cdc_source_ts_ms, cdc_lsn)``, ties
     broken as the module docstring says."""
     op_rank = F.lit(-1)
     for op, rank in OP_RANK.items():
         op_rank = F.when(F.col("cdc_op") == op, F.lit(rank)).otherwise(op_rank)
-    keys = (RECORD_KEY, "cdc_source_ts_ms", "cdc_lsn", "cdc_op", "updated_at")
-    window = Window.partitionBy(RECORD_KEY).orderBy(
+    first = [c for c in ("updated_at",) if c in rows.columns]
+    keys = (key, "cdc_source_ts_ms", "cdc_lsn", "cdc_op", *first)
+    window = Window.partitionBy(key).orderBy(
         F.col("cdc_source_ts_ms").desc(),
         F.col("cdc_lsn").desc(),
         op_rank.desc(),
-        F.col("updated_at").desc_nulls_last(),
+        *[F.col(c).desc_nulls_last() for c in first],
         *[F.col(c).desc_nulls_last() for c in rows.columns if c not in keys],
     )
     # row_number() == 1 lets Spark 3.5 keep one row per key before the shuffle too.
@@ -88,10 +93,10 @@ def live_rows(rows: DataFrame) -> DataFrame:
     return rows.where(~F.coalesce(F.col("is_deleted"), F.lit(False)))
 
 
-def merge_options() -> dict[str, str]:
-    """Hudi's key and merge options for the rule above."""
+def merge_options(key: str = OUTBOX.key) -> dict[str, str]:
+    """Hudi's key and merge options for the rule above, for a table keyed by ``key``."""
     return {
-        "hoodie.datasource.write.recordkey.field": RECORD_KEY,
+        "hoodie.datasource.write.recordkey.field": key,
         "hoodie.datasource.write.precombine.field": ORDERING_FIELD,
         "hoodie.write.record.merge.mode": "EVENT_TIME_ORDERING",
     }

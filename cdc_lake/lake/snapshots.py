@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING
 from pyspark.sql import functions as F
 
 from cdc_lake.lake import ordering as O
+from cdc_lake.source.captured import OUTBOX
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -66,8 +67,10 @@ def completed_snapshot_ts(good: DataFrame) -> int | None:
     return None if row is None or row["ts"] is None else int(row["ts"])
 
 
-def absent_from_snapshot(stored: DataFrame | None, batch: DataFrame, snapshot_ts: int) -> DataFrame:
-    """Deletes, as lake rows, of the live orders whose latest change is older than the
+def absent_from_snapshot(
+    stored: DataFrame | None, batch: DataFrame, snapshot_ts: int, key: str = OUTBOX.key
+) -> DataFrame:
+    """Deletes, as lake rows, of the live keys whose latest change is older than the
     snapshot, over the table's current rows (``stored``, None before the first commit) and the
     batch's ``latest_per_key`` rows; columns as ``batch``."""
     columns = batch.columns
@@ -83,11 +86,11 @@ def absent_from_snapshot(stored: DataFrame | None, batch: DataFrame, snapshot_ts
     def union(frames: list[DataFrame]) -> DataFrame:
         return reduce(lambda a, b: a.unionByName(b), frames)
 
-    newer = union([s.where(ts >= snapshot_ts).select("order_id") for s in sides]).distinct()
+    newer = union([s.where(ts >= snapshot_ts).select(key) for s in sides]).distinct()
     older = union([s.where(ts < snapshot_ts) for s in sides])
-    live_before = O.live_rows(O.latest_per_key(older))
+    live_before = O.live_rows(O.latest_per_key(older, key))
     return (
-        live_before.join(newer, "order_id", "left_anti")
+        live_before.join(newer, key, "left_anti")
         .withColumn("cdc_op", F.lit("d"))
         .withColumn("is_deleted", F.lit(True))
         .withColumn("cdc_source_ts_ms", F.lit(snapshot_ts).cast("long"))

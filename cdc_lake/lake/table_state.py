@@ -59,7 +59,7 @@ from cdc_lake.lake.digest import (
 )
 from cdc_lake.lake.hudi import CommitInfo, HudiTableConfig, completed_commits, has_change_feed
 from cdc_lake.lake.ingest import read_table
-from cdc_lake.lake.ordering import RECORD_KEY, live_rows
+from cdc_lake.lake.ordering import live_rows
 from cdc_lake.lake.tables import or_declared
 
 if TYPE_CHECKING:
@@ -109,7 +109,8 @@ def _flagged() -> Any:
 
 def _hashed(schema: LakeSchema | None) -> list[Any]:
     """An image's key, whether it is flagged as deleted, and its row hash."""
-    return [RECORD_KEY, _flagged().alias("_flagged"), spark_row_hash(schema).alias(ROW_HASH)]
+    key = or_declared(schema).key
+    return [key, _flagged().alias("_flagged"), spark_row_hash(schema).alias(ROW_HASH)]
 
 
 def _with_commit(digest: dict[str, Any], commit: CommitInfo, **fields: Any) -> dict[str, Any]:
@@ -129,12 +130,13 @@ def full_state(
     for c in or_declared(schema).live:
         if c.name not in rows.columns:
             rows = rows.withColumn(c.name, F.lit(None).cast(c.lake_type))
-    snapshot = rows.select(RECORD_KEY, "is_deleted", spark_row_hash(schema).alias(ROW_HASH)).cache()
+    key = or_declared(schema).key
+    snapshot = rows.select(key, "is_deleted", spark_row_hash(schema).alias(ROW_HASH)).cache()
     try:
         rows = snapshot.count()
-        dupes = snapshot.groupBy(RECORD_KEY).count().where("count > 1")
+        dupes = snapshot.groupBy(key).count().where("count > 1")
         n_dupes = dupes.count()
-        sample = [int(r[RECORD_KEY]) for r in dupes.limit(SAMPLE).collect()]
+        sample = [r[key] for r in dupes.limit(SAMPLE).collect()]
         flagged = snapshot.where(_flagged()).count()
         digest = spark_digest(live_rows(snapshot), schema=schema)
     finally:
@@ -165,7 +167,7 @@ def incremental_state(
         spark, table.base_path, previous["completed"], commit.completed, schema
     ).cache()
     try:
-        span = first_and_last(changes)
+        span = first_and_last(changes, or_declared(schema).key)
         before, after = image_rows(span, "before", schema), image_rows(span, "after", schema)
         # Both sides, live or flagged, in one job: their digests and their row counts.
         images = before.select(F.lit(False).alias("_after"), *_hashed(schema)).unionByName(
@@ -182,16 +184,17 @@ def incremental_state(
         rows_before = side(False, False)["rows"] + flagged_before
         rows_after = side(True, False)["rows"] + flagged_after
         # Two after-images of one order in one commit: the commit left it twice in the table.
+        key = or_declared(schema).key
         dupes = (
             changes.where(F.col("after").isNotNull())
-            .groupBy(RECORD_KEY, "commit")
+            .groupBy(key, "commit")
             .count()
             .where("count > 1")
-            .select(RECORD_KEY)
+            .select(key)
             .distinct()
         )
         n_dupes = dupes.count()
-        sample = [int(r[RECORD_KEY]) for r in dupes.limit(SAMPLE).collect()] if n_dupes else []
+        sample = [r[key] for r in dupes.limit(SAMPLE).collect()] if n_dupes else []
     finally:
         changes.unpersist()
     state = _with_commit(

@@ -1,45 +1,34 @@
-"""The captured tables: one declaration each, from which the lake's table is derived.
+"""A captured table's columns where no database is at hand: as its ``CREATE TABLE`` in ``sql/``
+declares them.
 
-A declaration names the source table, its key and how the lake partitions it. Its columns are
-not written here: they are the source's (``cdc_lake/lake/schema.py``), read from PostgreSQL's
-catalog at each refresh, or from the table's ``CREATE TABLE`` in ``sql/`` where no database is
-at hand (``declared_columns``).
+The declarations themselves (source, key, partitioning) are in ``cdc_lake/source/captured.py``.
+At each refresh the columns are read from PostgreSQL's catalog instead
+(``cdc_lake/lake/schema.py``); these are for code without a database: tests, benchmarks, and
+the lake's fallback before its first commit.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import cache
 
 from cdc_lake import sql_dir
 from cdc_lake.lake.schema import LakeSchema, SourceColumn, columns_from_ddl, initial
+from cdc_lake.source.captured import OUTBOX, CapturedTable
 
 
-@dataclass(frozen=True)
-class CapturedTable:
-    source: str  # schema-qualified, as Debezium's table.include.list names it
-    key: str  # the record key: one lake row per value
-    ddl_file: str  # the file in sql/ whose CREATE TABLE declares it
-    # The lake's partition column, and the source date column whose year it is ("": none).
-    partition_field: str = ""
-    partition_from: str = ""
+def declared_columns(table: CapturedTable) -> list[SourceColumn]:
+    """The columns of ``table`` as ``sql/`` creates them."""
+    return list(_declared(table.source, table.ddl_file))
 
-    @property
-    def name(self) -> str:
-        return self.source.split(".")[-1]
 
-    def declared_columns(self) -> list[SourceColumn]:
-        """The columns as ``sql/`` creates them, for code that has no database at hand."""
-        return list(_declared(self.source, self.ddl_file))
-
-    def declared_schema(self) -> LakeSchema:
-        return initial(self.source, self.key, self.declared_columns())
+def declared_schema(table: CapturedTable) -> LakeSchema:
+    return initial(table.source, table.key, declared_columns(table))
 
 
 def or_declared(schema: LakeSchema | None) -> LakeSchema:
     """``schema``, or where a caller gives none (tests, benchmarks), the outbox's as ``sql/``
     declares it."""
-    return schema if schema is not None else OUTBOX.declared_schema()
+    return schema if schema is not None else declared_schema(OUTBOX)
 
 
 @cache
@@ -47,12 +36,3 @@ def _declared(source: str, ddl_file: str) -> tuple[SourceColumn, ...]:
     # Not on EMR (no sql/ there): the Spark apps get the columns in their parameters or from
     # the lake's commits.
     return tuple(columns_from_ddl((sql_dir() / ddl_file).read_text(), source))
-
-
-OUTBOX = CapturedTable(
-    source="datalake.cdc_events",
-    key="order_id",
-    ddl_file="002_outbox.sql",
-    partition_field="order_year",
-    partition_from="order_date",
-)

@@ -54,7 +54,8 @@ from pyspark.sql.types import IntegerType, LongType, StringType, StructType
 
 from cdc_lake.lake import ordering as O
 from cdc_lake.lake.schema import LakeSchema
-from cdc_lake.lake.tables import OUTBOX, or_declared
+from cdc_lake.lake.tables import or_declared
+from cdc_lake.source.captured import captured
 
 CORRUPT_COLUMN = "_corrupt_record"
 # Optional input column: a reason found before parsing (invalid UTF-8, too long), or null.
@@ -100,7 +101,8 @@ def required_fields(schema: LakeSchema | None = None) -> tuple[str, ...]:
 
 def lake_columns(schema: LakeSchema | None = None) -> tuple[str, ...]:
     """The lake row's columns, in ``to_lake_rows``' order."""
-    return (*or_declared(schema).names, *CDC_COLUMNS, OUTBOX.partition_field)
+    schema = or_declared(schema)
+    return (*schema.names, *CDC_COLUMNS, *captured(schema.table).lake_partition)
 
 
 def lines_from_text(spark: SparkSession, key_and_text: list[tuple[str, str]]) -> DataFrame:
@@ -301,7 +303,12 @@ def split_valid(parsed: DataFrame) -> tuple[DataFrame, DataFrame]:
 def to_lake_rows(good: DataFrame, schema: LakeSchema | None = None) -> DataFrame:
     """Good events as rows of the lake table, columns as ``lake_columns`` says."""
     schema = or_declared(schema)
-    partition_from = F.date_from_unix_date(F.col(OUTBOX.partition_from))
+    table = captured(schema.table)
+    partition = []
+    if table.partition_field:
+        # The year of a date column; rows without one share the NULL_PARTITION.
+        year = F.date_format(F.date_from_unix_date(F.col(table.partition_from)), "yyyy")
+        partition = [F.coalesce(year, F.lit(NULL_PARTITION)).alias(table.partition_field)]
     return good.select(
         *schema.to_lake(),
         F.col("__op").alias("cdc_op"),
@@ -311,7 +318,5 @@ def to_lake_rows(good: DataFrame, schema: LakeSchema | None = None) -> DataFrame
             "is_deleted"
         ),
         O.ordering(F.col("__source_ts_ms"), F.col("__lsn")).alias(O.ORDERING_FIELD),
-        F.coalesce(F.date_format(partition_from, "yyyy"), F.lit(NULL_PARTITION)).alias(
-            OUTBOX.partition_field
-        ),
+        *partition,
     )

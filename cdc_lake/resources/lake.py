@@ -8,6 +8,7 @@ meta sync, ``cdc_lake/aws/glue.py``).
 
 from __future__ import annotations
 
+import posixpath
 from dataclasses import MISSING, asdict, fields
 from typing import Any
 
@@ -18,8 +19,10 @@ from cdc_lake.lake.hudi import HudiTableConfig
 from cdc_lake.lake.ingest import DEFAULT_MAX_LINE_MB
 from cdc_lake.lake.schema import SourceColumn
 from cdc_lake.lake.table_state import DEFAULT_FULL_SCAN_EVERY
+from cdc_lake.lake.tables import declared_columns
 from cdc_lake.marts.items_table import ItemsTableConfig
 from cdc_lake.resources.streaming import CdcPipelineResource
+from cdc_lake.source.captured import OUTBOX, CapturedTable
 from cdc_lake.streaming.connect_config import CdcConnectorSettings
 
 # How the Hudi table is written, and the defaults, are declared once, in HudiTableConfig.
@@ -60,6 +63,20 @@ class LakeResource(dg.ConfigurableResource):
     def uri(self, prefix: str) -> str:
         return f"{self.scheme}://{self.lake_bucket}/{prefix}"
 
+    def table_prefix_of(self, table: CapturedTable = OUTBOX) -> str:
+        """The Hudi table of a captured table: the outbox's at ``table_prefix``, every other
+        one beside it, named after its source table (``lake/customers``)."""
+        if table == OUTBOX:
+            return self.table_prefix
+        return f"{posixpath.dirname(self.table_prefix.rstrip('/'))}/{table.name}".lstrip("/")
+
+    def quarantine_prefix_of(self, table: CapturedTable = OUTBOX) -> str:
+        """Bad lines of a captured table: the outbox's at ``quarantine_prefix``, every other
+        one's beside its Hudi table (``lake/customers_quarantine``)."""
+        if table == OUTBOX:
+            return self.quarantine_prefix
+        return f"{self.table_prefix_of(table)}_quarantine"
+
     @property
     def table_path(self) -> str:
         return self.uri(self.table_prefix)
@@ -72,18 +89,24 @@ class LakeResource(dg.ConfigurableResource):
     def quarantine_path(self) -> str:
         return self.uri(self.quarantine_prefix)
 
-    def table_config(self) -> HudiTableConfig:
+    def table_config(self, table: CapturedTable = OUTBOX) -> HudiTableConfig:
+        """How the Hudi table of ``table`` is written. The outbox's partitioning is a setting
+        (``partition_field``); every other table's is its declaration's."""
         shared = {name: getattr(self, name) for name in _TABLE if name in type(self).model_fields}
+        if table != OUTBOX:
+            shared["partition_field"] = table.partition_field
         return HudiTableConfig(
-            base_path=self.table_path,
-            extra_options={**self.catalog_options(), **self.hudi_options},
+            base_path=self.uri(self.table_prefix_of(table)),
+            table_name=table.name,
+            extra_options={**self.catalog_options(table, shared["partition_field"]),
+                           **self.hudi_options},
             **shared,
-        )
+        )  # fmt: skip
 
-    def catalog_options(self) -> dict[str, str]:
+    def catalog_options(self, table: CapturedTable, partition_field: str) -> dict[str, str]:
         if not self.glue_database:
             return {}
-        return glue_sync_options(self.glue_database, _TABLE["table_name"], self.partition_field)
+        return glue_sync_options(self.glue_database, table.name, partition_field)
 
     def upsert_params(
         self,
@@ -92,12 +115,19 @@ class LakeResource(dg.ConfigurableResource):
         previous_state: dict[str, Any] | None = None,
         full_scan: bool = False,
         source_columns: list[SourceColumn] | None = None,
+        table: CapturedTable = OUTBOX,
     ) -> dict[str, Any]:
-        """The ``upsert`` app's parameters: plain JSON, the same for local Spark and EMR.
-        ``previous_state``: the table state the last run reported (``live_key_digest``), which
-        the checks go on from; ``full_scan``: rescan the table in full instead;
-        ``source_columns``: the source table's columns, as its catalog lists them now."""
+        """The ``upsert`` app's parameters for the captured ``table``: plain JSON, the same for
+        local Spark and EMR. ``previous_state``: the table state the last run reported
+        (``live_key_digest``), which the checks go on from; ``full_scan``: rescan the table in
+        full instead; ``source_columns``: the source table's columns, as its catalog lists them
+        now."""
+        quarantine = self.uri(self.quarantine_prefix_of(table))
         return {
+            "source_table": table.source,
+            # The fallback before the table's first commit when the source cannot be read: the
+            # app may run where there is no sql/ (EMR).
+            "declared_columns": [asdict(c) for c in declared_columns(table)],
             "source_columns": [asdict(c) for c in source_columns]
             if source_columns is not None
             else None,
@@ -106,11 +136,11 @@ class LakeResource(dg.ConfigurableResource):
             "full_scan_every": self.full_scan_every,
             "raw_bucket": cdc.raw_bucket,
             "raw_prefix": cdc.raw_prefix,
-            "topic": cdc.topic,
+            "topic": cdc.topic_of(table),
             "replay_from_offset": replay_from_offset,
             "scheme": self.scheme,
-            "table": asdict(self.table_config()),
-            "quarantine_path": self.quarantine_path if self.quarantine else None,
+            "table": asdict(self.table_config(table)),
+            "quarantine_path": quarantine if self.quarantine else None,
             "max_line_mb": self.max_line_mb,
         }
 

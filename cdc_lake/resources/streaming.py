@@ -16,6 +16,7 @@ import boto3
 import dagster as dg
 
 from cdc_lake.resources.source import PostgresResource
+from cdc_lake.source.captured import CapturedTable
 from cdc_lake.streaming.connect_client import ConnectClient
 from cdc_lake.streaming.connect_config import CdcConnectorSettings, connector_names, topic_name
 from cdc_lake.streaming.msk.client import MskConnectClient
@@ -135,7 +136,11 @@ class CdcPipelineResource(dg.ConfigurableResource):
 
     @property
     def topic(self) -> str:
+        """The outbox's topic."""
         return topic_name(self.topic_prefix)
+
+    def topic_of(self, table: CapturedTable) -> str:
+        return topic_name(self.topic_prefix, table)
 
     @property
     def source_connector_name(self) -> str:

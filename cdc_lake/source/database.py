@@ -4,20 +4,22 @@
   1. ``sql/*.sql`` in file-name order: the Northwind-shaped schema (existing tables are kept as
      they are), then the outbox table, its triggers and the publication, then Debezium's
      heartbeat and signal tables, which join the publication;
-  2. the replication role gets only what Debezium needs: USAGE on the schema, SELECT on the
-     outbox (for snapshots), UPDATE of the heartbeat's one column (its heartbeat.action.query)
-     and INSERT on the signal table (incremental snapshots write their watermarks there); it
-     already has LOGIN REPLICATION and CONNECT;
-  3. if ``datalake.orders`` is empty, the generator's sample data is loaded; a user's own data
+  2. each captured table (``cdc_lake/source/captured.py``: the outbox, the customers) joins
+     the publication if it is not in it yet;
+  3. the replication role gets only what Debezium needs: USAGE on the schema, SELECT on the
+     captured tables (for snapshots), UPDATE of the heartbeat's one column (its
+     heartbeat.action.query) and INSERT on the signal table (incremental snapshots write
+     their watermarks there); it already has LOGIN REPLICATION and CONNECT;
+  4. if ``datalake.orders`` is empty, the generator's sample data is loaded; a user's own data
      (such as the original Northwind dump) is used as it is;
-  4. ``datalake.load_cdc_events()`` brings the outbox in line with the orders; unchanged rows
+  5. ``datalake.load_cdc_events()`` brings the outbox in line with the orders; unchanged rows
      are not rewritten, so a rerun emits no events.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,10 +27,10 @@ from psycopg2 import sql
 from psycopg2.extensions import connection as PgConnection
 
 from cdc_lake import sql_dir
+from cdc_lake.source.captured import TABLES
 from cdc_lake.source.generator import NorthwindGenerator, RowStream
 
 SCHEMA = "datalake"
-OUTBOX = "cdc_events"
 # Created by sql/002_outbox.sql (plain SQL, so it names it too); Debezium reads it.
 PUBLICATION = "cdc_publication"
 PG_PORT = 5432  # PostgreSQL's default, where no port is given
@@ -53,12 +55,39 @@ def apply_sql(conn: PgConnection) -> list[str]:
     return applied
 
 
-def grant_replication_role(conn: PgConnection, role: str) -> None:
+def _table(name: str) -> sql.Composable:
+    schema, _, table = name.rpartition(".")
+    return sql.Identifier(schema or SCHEMA, table)
+
+
+def publish(conn: PgConnection, tables: Sequence[str]) -> list[str]:
+    """Adds each of ``tables`` (schema-qualified) to the publication unless it is in it;
+    returns the ones it added."""
+    added = []
+    with conn.cursor() as cur:
+        cur.execute(
+            "SELECT schemaname || '.' || tablename FROM pg_publication_tables WHERE pubname = %s",
+            (PUBLICATION,),
+        )
+        published = {r[0] for r in cur.fetchall()}
+        for name in tables:
+            if name not in published:
+                cur.execute(sql.SQL("ALTER PUBLICATION {} ADD TABLE {}").format(
+                    sql.Identifier(PUBLICATION), _table(name)))  # fmt: skip
+                added.append(name)
+    conn.commit()
+    return added
+
+
+def grant_replication_role(conn: PgConnection, role: str, tables: Sequence[str]) -> None:
+    """What Debezium needs, and no more (module docstring, step 3); ``tables``: the captured
+    ones."""
     with conn.cursor() as cur:
         cur.execute(sql.SQL("GRANT USAGE ON SCHEMA {} TO {}").format(
             sql.Identifier(SCHEMA), sql.Identifier(role)))  # fmt: skip
-        cur.execute(sql.SQL("GRANT SELECT ON {}.{} TO {}").format(
-            sql.Identifier(SCHEMA), sql.Identifier(OUTBOX), sql.Identifier(role)))  # fmt: skip
+        for name in tables:
+            cur.execute(sql.SQL("GRANT SELECT ON {} TO {}").format(
+                _table(name), sql.Identifier(role)))  # fmt: skip
         # Column-level, and no SELECT: the action query is a bare UPDATE of the one row.
         cur.execute(sql.SQL("GRANT UPDATE (beat_at) ON {}.{} TO {}").format(
             sql.Identifier(SCHEMA), sql.Identifier(HEARTBEAT), sql.Identifier(role)))  # fmt: skip
@@ -136,6 +165,15 @@ def outbox_stats(conn: PgConnection) -> OutboxStats:
     )  # fmt: skip
 
 
+def table_rows(conn: PgConnection, source: str) -> int:
+    """The row count of a captured table (schema-qualified)."""
+    with conn.cursor() as cur:
+        cur.execute(sql.SQL("SELECT count(*) FROM {}").format(_table(source)))
+        row = cur.fetchone()
+    conn.commit()
+    return int(row[0]) if row else 0
+
+
 def prepare_source(
     conn: PgConnection,
     replication_role: str,
@@ -146,8 +184,10 @@ def prepare_source(
     """Apply the SQL, load sample data if there is none, fill the outbox.
 
     Returns the outbox statistics and whether sample data was loaded."""
+    tables = [t.source for t in TABLES]
     apply_sql(conn)
-    grant_replication_role(conn, replication_role)
+    publish(conn, tables)
+    grant_replication_role(conn, replication_role, tables)
     loaded = False
     if not has_orders(conn):
         load_sample(conn, scale=scale, seed=seed, progress=progress)

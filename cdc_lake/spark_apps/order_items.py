@@ -43,7 +43,7 @@ from cdc_lake.lake.changes import first_and_last, image_rows, read_changes
 from cdc_lake.lake.hudi import CommitInfo, change_feed_gap, completed_commits, latest_commit
 from cdc_lake.lake.hudi import table_exists as hudi_table_exists
 from cdc_lake.lake.ingest import read_as_of, table_schema
-from cdc_lake.lake.ordering import RECORD_KEY, live_rows
+from cdc_lake.lake.ordering import live_rows
 from cdc_lake.marts.figures import customer_figures, customer_rows, totals, updated_figures
 from cdc_lake.marts.items_table import (
     DELETE_MARKER,
@@ -53,6 +53,7 @@ from cdc_lake.marts.items_table import (
     line_changes,
 )
 from cdc_lake.marts.order_items import flatten_order_items, preview_markdown, read_order_items
+from cdc_lake.source.captured import OUTBOX
 from cdc_lake.spark_apps.report import AppReport, meta
 
 if TYPE_CHECKING:
@@ -133,11 +134,11 @@ def _incremental(
         rows = line_changes(old, new).persist()
         try:
             live_after = live_rows(image_rows(changes, "after", schema)).select(
-                RECORD_KEY, F.lit(True).alias("_live")
+                OUTBOX.key, F.lit(True).alias("_live")
             )
             upsert, orphan = ~F.col(DELETE_MARKER), ~F.col(DELETE_MARKER) & F.col("_live").isNull()
             counts = (
-                rows.join(live_after, RECORD_KEY, "left")
+                rows.join(live_after, OUTBOX.key, "left")
                 .agg(
                     F.count(F.when(upsert, 1)).alias("upserted"),
                     F.count(F.when(~upsert, 1)).alias("deleted"),
@@ -196,9 +197,9 @@ def _full(
     build.committed = latest_commit(spark, items.base_path)
     written = read_order_items(spark, items.base_path).cache()
     try:
-        live = live_rows(read_as_of(spark, table_path, newest.instant)).select(RECORD_KEY)
-        build.orphans = written.join(live, RECORD_KEY, "left_anti").count()
-        build.orders_rebuilt = written.select(RECORD_KEY).distinct().count()
+        live = live_rows(read_as_of(spark, table_path, newest.instant)).select(OUTBOX.key)
+        build.orphans = written.join(live, OUTBOX.key, "left_anti").count()
+        build.orders_rebuilt = written.select(OUTBOX.key).distinct().count()
         build.upserted = written.count()
         build.preview = preview_markdown(written)
     finally:

@@ -1,7 +1,8 @@
 """Package the lake's Spark apps for EMR: the entry point and one ``--py-files`` zip.
 
 The zip holds the modules the apps import (``cdc_lake.spark_apps``, ``cdc_lake.lake``,
-``cdc_lake.marts``, ``cdc_lake.raw``; never the test-only ``cdc_lake.testing``) and their
+``cdc_lake.marts``, ``cdc_lake.raw``, and of ``cdc_lake.source`` only the captured tables'
+declarations; never the test-only ``cdc_lake.testing``) and their
 pure-Python dependency ``dagster_pipes``, copied from this
 environment so the remote side speaks the same Pipes version as the Dagster process. PySpark,
 Hudi and boto3 come from the EMR image; no jar is shipped.
@@ -24,6 +25,8 @@ import dagster_pipes
 import cdc_lake
 
 PACKAGES = ("cdc_lake/spark_apps", "cdc_lake/lake", "cdc_lake/marts", "cdc_lake/raw")
+# Single modules of packages the apps need no more of (the source's need psycopg2).
+MODULES = ("cdc_lake/__init__.py", "cdc_lake/source/__init__.py", "cdc_lake/source/captured.py")
 FIXED_TIME = (2020, 1, 1, 0, 0, 0)
 
 
@@ -40,7 +43,7 @@ class AppPackage:
 
 def _files() -> list[tuple[str, Path]]:
     root = Path(cdc_lake.__file__).parent.parent
-    out = [("cdc_lake/__init__.py", root / "cdc_lake/__init__.py")]
+    out = [(name, root / name) for name in MODULES]
     for pkg in PACKAGES:
         out += [(str(p.relative_to(root)), p) for p in (root / pkg).rglob("*.py")]
     pipes_root = Path(dagster_pipes.__file__).parent

@@ -1,8 +1,9 @@
 """The upsert app: the raw files after the checkpoint into the Hudi table, then its checks.
 
 It ingests the new raw files (see ``cdc_lake/lake/ingest.py`` for ordering, deletes, idempotency
-and bad input), then evaluates the Spark-side CDC checks (``order_id_unique``,
-``no_deleted_orders``) and the digest of the live rows (keys and content, see
+and bad input), then evaluates the Spark-side CDC checks (the key is unique, no deleted row is
+left: ``order_id_unique`` and ``no_deleted_orders`` for the outbox, named after each captured
+table by its declaration) and the digest of the live rows (keys and content, see
 ``cdc_lake/lake/digest.py``) that the ``matches_source`` check compares with the outbox without
 a second Spark app. It does so from the previous run's state and the change feed of the new
 commits when it can, in full every so many commits or on request (``full_scan``), and then also
@@ -26,6 +27,7 @@ from cdc_lake.lake.hudi import HudiTableConfig, latest_commit, table_exists
 from cdc_lake.lake.ingest import DEFAULT_MAX_LINE_MB, RawSource, ingest_new_files
 from cdc_lake.lake.schema import SourceColumn
 from cdc_lake.lake.table_state import DEFAULT_FULL_SCAN_EVERY, TableState, evaluate
+from cdc_lake.source.captured import OUTBOX, RESCAN_CHECK, CapturedTable, captured
 from cdc_lake.spark_apps.report import AppReport, meta
 
 if TYPE_CHECKING:
@@ -34,6 +36,7 @@ if TYPE_CHECKING:
 
 def run_upsert(spark: SparkSession, s3_client: Any, params: dict[str, Any]) -> AppReport:
     table = HudiTableConfig(**params["table"])
+    declared = captured(params["source_table"]) if params.get("source_table") else OUTBOX
     quarantine_path = params.get("quarantine_path")
     result = ingest_new_files(
         spark,
@@ -45,9 +48,9 @@ def run_upsert(spark: SparkSession, s3_client: Any, params: dict[str, Any]) -> A
         quarantine_path=quarantine_path,
         replay_from=params.get("replay_from_offset"),
         max_line_mb=params.get("max_line_mb", DEFAULT_MAX_LINE_MB),
-        source_columns=[SourceColumn(**c) for c in params["source_columns"]]
-        if params.get("source_columns") is not None
-        else None,
+        source_columns=_columns(params.get("source_columns")),
+        captured=declared,
+        declared=_columns(params.get("declared_columns")),
     )
     schema = result.schema
     exists = table_exists(spark, table.base_path)
@@ -83,7 +86,7 @@ def run_upsert(spark: SparkSession, s3_client: Any, params: dict[str, Any]) -> A
         report.metadata["dagster/row_count"] = meta(0, "int")
         report.metadata["live_key_digest"] = meta(empty_digest(schema=schema), "json")
         reason = meta("table does not exist yet: no raw files ingested", "text")
-        for name in ("order_id_unique", "no_deleted_orders", "incremental_matches_rescan"):
+        for name in (declared.key_unique_check, declared.no_deleted_check, RESCAN_CHECK):
             report.check(name, False, reason=reason)
         return report
     state = evaluate(
@@ -95,30 +98,37 @@ def run_upsert(spark: SparkSession, s3_client: Any, params: dict[str, Any]) -> A
         schema=schema,
     )
     assert state is not None  # the table exists, so it has a commit
-    report_state(report, state, table.delete_mode)
+    report_state(report, state, table.delete_mode, declared)
     return report
 
 
-def report_state(report: AppReport, state: TableState, delete_mode: str) -> None:
+def _columns(value: list[dict[str, Any]] | None) -> list[SourceColumn] | None:
+    return [SourceColumn(**c) for c in value] if value is not None else None
+
+
+def report_state(
+    report: AppReport, state: TableState, delete_mode: str, declared: CapturedTable = OUTBOX
+) -> None:
     """The table state's metadata and the key and delete checks, into the app's report."""
     mode = meta(state.mode, "text")
     report.metadata["dagster/row_count"] = meta(state.table_rows, "int")
     report.metadata["live_key_digest"] = meta(state.digest, "json")
     report.metadata["checks_mode"] = mode
-    report.check("order_id_unique", state.duplicated_keys == 0,
+    report.check(declared.key_unique_check, state.duplicated_keys == 0,
                  duplicated_keys=meta(state.duplicated_keys, "int"),
                  sample=meta(state.duplicate_sample, "json"), mode=mode)  # fmt: skip
     if delete_mode == "soft":
         # Soft deletes keep their rows on purpose, flagged; readers filter on is_deleted.
-        report.check("no_deleted_orders", True, soft_deleted_rows=meta(state.flagged_rows, "int"),
+        report.check(declared.no_deleted_check, True,
+                     soft_deleted_rows=meta(state.flagged_rows, "int"),
                      delete_mode=meta("soft", "text"), mode=mode)  # fmt: skip
     else:
-        report.check("no_deleted_orders", state.flagged_rows == 0,
+        report.check(declared.no_deleted_check, state.flagged_rows == 0,
                      deleted_rows_left=meta(state.flagged_rows, "int"),
                      delete_mode=meta("hard", "text"), mode=mode)  # fmt: skip
     # The newest full scan's verdict, evaluated now or carried until the next one.
     rescan = state.last_rescan
-    report.check("incremental_matches_rescan", bool(rescan.get("matched", True)),
+    report.check(RESCAN_CHECK, bool(rescan.get("matched", True)),
                  compared_now=meta(state.incremental_matches_rescan is not None, "bool"),
                  last_full_scan_instant=meta(str(rescan.get("instant", "")), "text"),
                  compared=meta(bool(rescan.get("compared")), "bool"),

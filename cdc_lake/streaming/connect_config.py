@@ -25,10 +25,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from cdc_lake.source.captured import OUTBOX, TABLES, CapturedTable
 from cdc_lake.source.database import PG_PORT, PUBLICATION
 
 PLACEHOLDER = re.compile(r"\{\{\s*([a-z0-9_]+)\s*\}\}")
-SCHEMA_TABLE = "datalake.cdc_events"
 
 DEBEZIUM_TEMPLATE = "debezium-postgres.json"
 S3_SINK_LOCAL_TEMPLATE = "s3-sink-local.json"
@@ -49,9 +49,10 @@ def connectors_dir() -> Path:
     return checkout if checkout.is_dir() else Path.cwd() / "connectors"
 
 
-def topic_name(topic_prefix: str) -> str:
-    """Debezium's topic for the outbox table: ``<prefix>.datalake.cdc_events``."""
-    return f"{topic_prefix}.{SCHEMA_TABLE}"
+def topic_name(topic_prefix: str, table: CapturedTable = OUTBOX) -> str:
+    """Debezium's topic for a captured table: ``<prefix>.<schema>.<table>``, e.g.
+    ``cdc.datalake.cdc_events`` for the outbox."""
+    return f"{topic_prefix}.{table.source}"
 
 
 def connector_names(topic_prefix: str) -> tuple[str, str]:
@@ -118,6 +119,11 @@ class CdcConnectorSettings:
     def topic(self) -> str:
         return topic_name(self.topic_prefix)
 
+    @property
+    def topics(self) -> tuple[str, ...]:
+        """One per captured table, all written by the one sink."""
+        return tuple(topic_name(self.topic_prefix, t) for t in TABLES)
+
     def debezium(self) -> dict[str, str]:
         return render_connector_config(
             DEBEZIUM_TEMPLATE,
@@ -130,6 +136,7 @@ class CdcConnectorSettings:
                 "replication_password": self.replication_password_ref,
                 "pg_database": self.pg_database,
                 "topic_prefix": self.topic_prefix,
+                "tables": ",".join(t.source for t in TABLES),
                 "heartbeat_interval_ms": self.heartbeat_interval_ms,
             },
         )
@@ -138,7 +145,7 @@ class CdcConnectorSettings:
         return render_connector_config(
             S3_SINK_LOCAL_TEMPLATE,
             {
-                "topic": self.topic,
+                "topics": ",".join(self.topics),
                 "raw_bucket": self.raw_bucket,
                 "raw_prefix": self.raw_prefix,
                 "s3_endpoint": self.s3_endpoint,
@@ -155,7 +162,7 @@ class CdcConnectorSettings:
         return render_connector_config(
             S3_SINK_MSK_TEMPLATE,
             {
-                "topic": self.topic,
+                "topics": ",".join(self.topics),
                 "raw_bucket": self.raw_bucket,
                 "raw_prefix": self.raw_prefix,
                 "region": self.region,

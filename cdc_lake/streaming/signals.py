@@ -1,4 +1,5 @@
-"""Ad-hoc incremental snapshots of the outbox, requested through Debezium's signal table.
+"""Ad-hoc incremental snapshots of a captured table (the outbox, or any other that
+``cdc_lake/source/captured.py`` declares), requested through Debezium's signal table.
 
 ``request_snapshot`` inserts one ``execute-snapshot`` signal (type ``incremental``) into
 ``datalake.debezium_signal`` and returns its id. Debezium sees the insert in the replication
@@ -33,33 +34,37 @@ from collections.abc import Sequence
 
 from psycopg2.extensions import connection as PgConnection
 
+from cdc_lake.source.captured import OUTBOX, CapturedTable
 from cdc_lake.source.database import PUBLICATION
-from cdc_lake.streaming.connect_config import SCHEMA_TABLE
 
 SIGNAL_TABLE = "datalake.debezium_signal"
 SIGNAL_DATA_MAX = 2048  # the width of debezium_signal.data
-KEY_COLUMN = "order_id"
 
 
 class SignalNotDeliverable(RuntimeError):
     pass
 
 
-def execute_snapshot_data(order_ids: Sequence[int] | None) -> dict[str, object]:
-    """The ``data`` of an incremental ``execute-snapshot`` signal for these orders (None: all).
+def execute_snapshot_data(
+    order_ids: Sequence[int] | None, table: CapturedTable = OUTBOX
+) -> dict[str, object]:
+    """The ``data`` of an incremental ``execute-snapshot`` signal for these orders (None: all;
+    for a table other than the outbox, only all).
 
     The ids become an SQL ``IN`` list that Debezium appends to its chunk query, so each must be
     an integer; they are sorted and deduplicated so the same request gives the same signal."""
-    data: dict[str, object] = {"data-collections": [SCHEMA_TABLE], "type": "incremental"}
+    data: dict[str, object] = {"data-collections": [table.source], "type": "incremental"}
     if order_ids is None:
         return data
+    if table != OUTBOX:
+        raise ValueError(f"only the outbox's orders can be picked; {table.source}: all rows")
     ids = sorted({_order_id(i) for i in order_ids})
     if not ids:
         raise ValueError("no order ids: pass at least one, or None for every order")
     data["additional-conditions"] = [
         {
-            "data-collection": SCHEMA_TABLE,
-            "filter": f"{KEY_COLUMN} IN ({', '.join(str(i) for i in ids)})",
+            "data-collection": OUTBOX.source,
+            "filter": f"{OUTBOX.key} IN ({', '.join(str(i) for i in ids)})",
         }
     ]
     return data
@@ -73,23 +78,26 @@ def _order_id(value: object) -> int:
 
 
 def request_snapshot(
-    conn: PgConnection, order_ids: Sequence[int] | None, publication: str = PUBLICATION
+    conn: PgConnection,
+    order_ids: Sequence[int] | None,
+    publication: str = PUBLICATION,
+    table: CapturedTable = OUTBOX,
 ) -> str:
-    """Insert an incremental-snapshot signal for these orders (None: all) and commit; returns
-    the signal's id. Fails, inserting nothing, if the publication does not carry the signal
-    table, since Debezium would then never see the signal."""
-    data = json.dumps(execute_snapshot_data(order_ids), separators=(",", ":"))
+    """Insert an incremental-snapshot signal of ``table`` for these orders (None: all) and
+    commit; returns the signal's id. Fails, inserting nothing, if the publication does not
+    carry the signal table, since Debezium would then never see the signal."""
+    data = json.dumps(execute_snapshot_data(order_ids, table), separators=(",", ":"))
     if len(data) > SIGNAL_DATA_MAX:
         raise ValueError(
             f"the signal for {len(order_ids or [])} orders is {len(data)} characters, over the "
             f"{SIGNAL_DATA_MAX} its table holds: request fewer orders at a time, or all of them"
         )
-    schema, table = SIGNAL_TABLE.split(".")
+    signal_schema, signal_table = SIGNAL_TABLE.split(".")
     with conn.cursor() as cur:
         cur.execute(
             "SELECT 1 FROM pg_publication_tables"
             " WHERE pubname = %s AND schemaname = %s AND tablename = %s",
-            (publication, schema, table),
+            (publication, signal_schema, signal_table),
         )
         if cur.fetchone() is None:
             conn.rollback()

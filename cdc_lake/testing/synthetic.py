@@ -10,7 +10,8 @@ from typing import Any
 
 from cdc_lake.lake.hudi import HudiTableConfig
 from cdc_lake.lake.ingest import RawSource
-from cdc_lake.lake.tables import OUTBOX
+from cdc_lake.lake.tables import declared_schema
+from cdc_lake.source.captured import OUTBOX
 
 # A value of each kind of column, as Debezium writes it, for columns an event is not given.
 KIND_VALUES: dict[str, Any] = {
@@ -53,7 +54,7 @@ def event(
     # Values for columns sql/ does not declare (added at the source since) come after.
     columns = {
         c.name: given[c.name] if c.name in given else KIND_VALUES[c.kind]
-        for c in OUTBOX.declared_schema().columns
+        for c in declared_schema(OUTBOX).columns
     } | given
     return {
         **columns, "__deleted": "true" if deleted else "false", "__op": op, "__db": "cdc_lake",

@@ -1,7 +1,8 @@
 """The Dagster UI in a real browser (Playwright driving Debian's Chromium) on the session stack:
 
-1. the lineage shows the five assets and the four edges the definitions declare, each edge from
-   its upstream node to its downstream node;
+1. the lineage upstream of the order items shows the outbox's five assets and their four edges,
+   and upstream of the customers' Hudi table its four assets and three edges, as the
+   definitions declare them, each edge from its upstream node to its downstream node;
 2. materialising the Hudi table and the order items from the UI ("Materialize all" on the
    ``lake_refresh`` job's page, whose graph is those two assets) runs and succeeds;
 3. after a workload, turning ``raw_cdc_files_sensor`` on in the UI makes exactly one
@@ -25,10 +26,11 @@ import dagster as dg
 import psycopg2
 
 from cdc_lake.definitions import defs as load_defs
-from cdc_lake.defs.keys import HUDI_KEY, ORDER_ITEMS_KEY
+from cdc_lake.defs.keys import HUDI_KEY, ORDER_ITEMS_KEY, table_keys
 from cdc_lake.defs.lake.jobs import lake_refresh_job
 from cdc_lake.defs.lake.sensors import raw_cdc_files_sensor
 from cdc_lake.instance import LOCATION, materializations, sensor_runs
+from cdc_lake.source.captured import CUSTOMERS
 from cdc_lake.source.workload import Workload
 from cdc_lake.stack import LocalStack
 from cdc_lake_tests.browser.conftest import Ui
@@ -36,11 +38,17 @@ from cdc_lake_tests.browser.conftest import Ui
 RUN_TIMEOUT_S = 900
 
 
-def _graph() -> dict[dg.AssetKey, set[dg.AssetKey]]:
-    """Every asset of the definitions with its upstream keys."""
+def _graph(sink: dg.AssetKey) -> dict[dg.AssetKey, set[dg.AssetKey]]:
+    """``sink`` and every asset upstream of it, each with its upstream keys."""
     definitions = load_defs() if callable(load_defs) else load_defs
     graph = definitions.resolve_asset_graph()
-    return {key: set(graph.get(key).parent_keys) for key in graph.get_all_asset_keys()}
+    out: dict[dg.AssetKey, set[dg.AssetKey]] = {}
+    todo = [sink]
+    while todo:
+        key = todo.pop()
+        out[key] = set(graph.get(key).parent_keys)
+        todo += [k for k in out[key] if k not in out]
+    return out
 
 
 def _asset_url(ui: Ui, key: dg.AssetKey, view: str) -> str:
@@ -83,13 +91,19 @@ def _wait_for_run(ui: Ui, run_id: str) -> dg.DagsterRun:
     raise AssertionError(f"run {run_id} did not finish in {RUN_TIMEOUT_S}s")
 
 
-def test_lineage_shows_the_five_assets_and_four_edges(ui: Ui, page):
-    graph = _graph()
+def test_lineage_shows_each_table_s_assets_and_edges(ui: Ui, page):
+    customers = table_keys(CUSTOMERS).hudi
+    for sink, assets in ((ORDER_ITEMS_KEY, 5), (customers, 4)):
+        _check_lineage(ui, page, sink, assets)
+
+
+def _check_lineage(ui: Ui, page, sink: dg.AssetKey, assets: int) -> None:
+    graph = _graph(sink)
     names = {key: key.path[-1] for key in graph}
     expected_edges = {(up, key) for key, ups in graph.items() for up in ups}
-    assert len(graph) == 5 and len(expected_edges) == 4  # what the UI must show
-    (sink,) = [k for k in graph if not any(k in ups for ups in graph.values())]
-    with ui.step(page, "lineage"):
+    # What the UI must show: a chain.
+    assert len(graph) == assets and len(expected_edges) == assets - 1
+    with ui.step(page, f"lineage-{sink.path[-1]}"):
         _open(ui, page, _asset_url(ui, sink, "lineage") + "&lineageScope=upstream&lineageDepth=9")
         page.wait_for_function(
             f"() => {{ const r = ({NODES_AND_EDGES_JS})(); "

@@ -572,8 +572,11 @@ class FaultPipeline:
 
     # --- raw objects -----------------------------------------------------------------------
     def raw_keys(self, start_after: str | None = None) -> list[str]:
+        """The outbox topic's raw object keys, in order (the customers' have a folder of their
+        own, which sorts after it)."""
         keys: list[str] = []
-        kwargs: dict[str, Any] = {"Bucket": self.cdc.raw_bucket, "Prefix": self.cdc.raw_prefix}
+        prefix = f"{self.cdc.raw_prefix}{self.cdc.topic}/"
+        kwargs: dict[str, Any] = {"Bucket": self.cdc.raw_bucket, "Prefix": prefix}
         if start_after:
             kwargs["StartAfter"] = start_after
         while True:

@@ -8,8 +8,9 @@ from typing import Any
 
 from pyspark.sql import DataFrame, Row, SparkSession
 
-from cdc_lake.lake.tables import OUTBOX
+from cdc_lake.lake.tables import declared_schema
 from cdc_lake.lake.transforms import lines_from_text, parse_raw_lines, split_valid, to_lake_rows
+from cdc_lake.source.captured import OUTBOX
 from cdc_lake.testing.synthetic import KIND_VALUES
 
 KEY = "raw/t.datalake.cdc_events/partition=0/t.datalake.cdc_events+0+00000000000000000000.jsonl"
@@ -52,7 +53,7 @@ def event(**overrides: Any) -> dict[str, Any]:
     }
     base.update(overrides)
     # Any column sql/ declares that this event does not set (one added later): its kind's value.
-    for c in OUTBOX.declared_schema().columns:
+    for c in declared_schema(OUTBOX).columns:
         base.setdefault(c.name, KIND_VALUES[c.kind])
     return base
 

@@ -17,9 +17,10 @@ from cdc_lake.lake.ingest import ingest_new_files, read_table
 from cdc_lake.lake.ordering import live_rows
 from cdc_lake.lake.schema import SchemaChangeError, SourceColumn
 from cdc_lake.lake.table_state import evaluate
-from cdc_lake.lake.tables import OUTBOX
+from cdc_lake.lake.tables import declared_columns
 from cdc_lake.resources.local import local_resources
 from cdc_lake.resources.source import PostgresResource
+from cdc_lake.source.captured import OUTBOX
 from cdc_lake.stack import LocalStack
 from cdc_lake.testing.synthetic import SyntheticLake, event
 
@@ -35,7 +36,7 @@ def test_a_batch_mixing_old_and_new_schema_lands_whole(spark: SparkSession, lake
     # One batch: an event without the column (written before the ALTER), then events with it.
     lake.put([event(3, 200, 3), event(1, 210, 4, sales_channel="web"),
               event(4, 220, 5, sales_channel=None)])  # fmt: skip
-    source = [*OUTBOX.declared_columns(), ADDED]
+    source = [*declared_columns(OUTBOX), ADDED]
     result = ingest_new_files(spark, lake.client, lake.source, table, source_columns=source)
     assert result.committed is not None and result.schema is not None
     assert result.schema.version == 2 and result.schema.names[-1] == "sales_channel"
@@ -84,7 +85,7 @@ def test_an_incompatible_change_commits_nothing(spark: SparkSession, lake: Synth
     lake.put([event(1, 200, 2, customer_id="7")])
     narrowed = [
         SourceColumn(c.name, "integer") if c.name == "customer_id" else c
-        for c in OUTBOX.declared_columns()
+        for c in declared_columns(OUTBOX)
     ]
     with pytest.raises(SchemaChangeError, match=r"'customer_id' changed type from bpchar"):
         ingest_new_files(spark, lake.client, lake.source, table, source_columns=narrowed)
@@ -105,7 +106,7 @@ def test_without_the_source_the_refresh_keeps_the_recorded_columns(
     resources = local_resources(s, lake=prefixes, raw_prefix=lake.raw_prefix)
     table = lake.table()
     # The lake took sales_channel while the source could be read.
-    source = [*OUTBOX.declared_columns(), ADDED]
+    source = [*declared_columns(OUTBOX), ADDED]
     ingest_new_files(spark, lake.client, lake.source, table, source_columns=source)
     with socket.socket() as free:  # a port nothing listens on
         free.bind(("127.0.0.1", 0))

@@ -19,7 +19,8 @@ from cdc_lake.lake.schema import (
     evolve,
     initial,
 )
-from cdc_lake.lake.tables import OUTBOX
+from cdc_lake.lake.tables import declared_columns
+from cdc_lake.source.captured import OUTBOX
 
 TABLE = "datalake.t"
 BASE = [SourceColumn("id", "integer", False), SourceColumn("name", "text")]
@@ -30,7 +31,7 @@ def lake_types(schema: LakeSchema) -> dict[str, str]:
 
 
 def test_ddl_declares_the_outbox_columns_with_their_kinds():
-    cols = OUTBOX.declared_columns()
+    cols = declared_columns(OUTBOX)
     assert [c.name for c in cols][:2] == ["order_id", "customer_id"]
     kinds = {c.name: c.kind for c in cols}
     assert kinds["order_id"] == "int" and kinds["customer_id"] == "trimmed"
@@ -169,7 +170,7 @@ def test_schema_round_trips_as_json():
 def test_the_declaration_matches_the_catalog(ingested, pg):
     """The DDL the tests and benchmarks read and the catalog the refresh reads agree."""
     catalog = columns_from_catalog(pg, OUTBOX.source)
-    declared = OUTBOX.declared_columns()
+    declared = declared_columns(OUTBOX)
     assert [(c.name, c.kind, c.nullable) for c in catalog] == [
         (c.name, c.kind, c.nullable) for c in declared
     ]

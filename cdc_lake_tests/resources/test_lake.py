@@ -15,7 +15,7 @@ from cdc_lake_tests.aws.conftest import REGION
 
 def test_local_tables_have_no_catalog_options():
     lake = LakeResource(lake_bucket="b")
-    assert lake.catalog_options() == {} and lake.order_items_glue_table is None
+    assert lake.table_config().extra_options == {} and lake.order_items_glue_table is None
     opts = HudiTableConfig(base_path="s3a://b/t").write_options()
     assert "hoodie.datasource.meta.sync.enable" not in opts
     assert "hoodie.datasource.hive_sync.enable" not in opts
@@ -78,4 +78,21 @@ def test_the_region_and_the_glue_table_name_are_declared_once():
     assert LakeResource(lake_bucket="b").region == CdcConnectorSettings.region
     lake = LakeResource(lake_bucket="b", glue_database="datalake")
     table_name = HudiTableConfig(base_path="s3a://b/t").table_name
-    assert lake.catalog_options()["hoodie.datasource.hive_sync.table"] == table_name
+    opts = lake.table_config().extra_options
+    assert opts["hoodie.datasource.hive_sync.table"] == table_name
+
+
+def test_every_captured_table_has_a_hudi_table_of_its_own_beside_the_outbox_s():
+    from cdc_lake.source.captured import CUSTOMERS, OUTBOX
+
+    lake = LakeResource(lake_bucket="b", table_prefix="t/x/cdc_events", glue_database="db")
+    outbox, customers = lake.table_config(OUTBOX), lake.table_config(CUSTOMERS)
+    assert outbox.base_path == "s3a://b/t/x/cdc_events" and outbox.partition_field == "order_year"
+    assert customers.base_path == "s3a://b/t/x/customers" and customers.table_name == "customers"
+    # Its partitioning is its declaration's (none), not the outbox's setting.
+    assert (
+        customers.partition_field == ""
+        and customers.extra_options["hoodie.datasource.hive_sync.table"] == "customers"
+    )
+    assert lake.quarantine_prefix_of(CUSTOMERS) == "t/x/customers_quarantine"
+    assert LakeResource(lake_bucket="b").table_prefix_of(CUSTOMERS) == "lake/customers"

@@ -252,7 +252,7 @@ def test_the_msk_settings_are_parsed_once_for_the_resources_and_the_deploy(
 def test_glue_database_none_turns_the_catalog_off():
     lake = prod_resources({**PROD_ENV, "CDC_LAKE_GLUE_DATABASE": "none"})["lake"]
     assert lake.glue_database is None
-    assert lake.catalog_options() == {}
+    assert lake.table_config().extra_options == {}
     assert "hoodie.datasource.meta.sync.enable" not in lake.table_config().write_options()
     assert lake.order_items_glue_table is None
     items = ItemsTableConfig.from_json(lake.order_items_params()["items"])

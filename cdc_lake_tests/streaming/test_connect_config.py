@@ -27,7 +27,7 @@ def test_debezium_config(settings: CdcConnectorSettings):
     assert cfg["plugin.name"] == "pgoutput"
     assert cfg["database.port"] == "20032"
     assert cfg["topic.prefix"] == "cdc" and settings.topic == "cdc.datalake.cdc_events"
-    assert cfg["table.include.list"] == "datalake.cdc_events"
+    assert cfg["table.include.list"] == "datalake.cdc_events,datalake.customers"
     assert cfg["publication.autocreate.mode"] == "disabled"
     # Option names of Debezium 2.5+/3.x, not the removed delete.handling.mode.
     assert cfg["transforms.unwrap.delete.tombstone.handling.mode"] == "rewrite"
@@ -42,7 +42,7 @@ def test_debezium_config(settings: CdcConnectorSettings):
 
 def test_local_and_msk_sinks(settings: CdcConnectorSettings):
     local = settings.s3_sink_local()
-    assert local["topics"] == "cdc.datalake.cdc_events"
+    assert local["topics"] == "cdc.datalake.cdc_events,cdc.datalake.customers"
     assert local["aws.s3.endpoint"] == "http://127.0.0.1:20080"
     # No keys in either: the AWS SDK's default chain (the worker's environment locally).
     assert not {"aws.access.key.id", "aws.secret.access.key"} & set(local)
@@ -51,7 +51,7 @@ def test_local_and_msk_sinks(settings: CdcConnectorSettings):
     # credentials), and with the same flush settings and converters as locally.
     assert msk["connector.class"] == local["connector.class"]
     assert msk["connector.class"] == "io.cdclake.connect.s3.S3JsonLinesSinkConnector"
-    assert msk["topics"] == "cdc.datalake.cdc_events"
+    assert msk["topics"] == "cdc.datalake.cdc_events,cdc.datalake.customers"
     assert msk["aws.s3.bucket.name"] == "cdc-raw" and msk["file.name.prefix"] == "cdc-events/"
     assert msk["aws.s3.region"] == "us-east-1"
     for key in ("aws.s3.endpoint", "aws.access.key.id", "aws.secret.access.key"):

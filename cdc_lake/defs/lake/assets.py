@@ -1,4 +1,6 @@
-"""The Hudi ``cdc_events`` table: raw CDC files upserted with Spark.
+"""Each captured table's Hudi table (the outbox's ``cdc_events``, the customers'...): its raw CDC
+files upserted with Spark. One factory, ``hudi_table_asset``, builds them all from the tables'
+declarations (``cdc_lake/source/captured.py``); what follows holds for each.
 
 Each materialisation ingests only the raw lines past the checkpoint held in the newest Hudi
 commit: the last Kafka offset ingested per topic partition, so re-cut, overwritten or
@@ -37,7 +39,7 @@ from dagster_aws.s3 import S3Resource
 from pydantic import Field
 
 from cdc_lake.defs import LAKE_FRESHNESS, PIPELINE_GROUP
-from cdc_lake.defs.keys import HUDI_KEY, RAW_KEY
+from cdc_lake.defs.keys import KEYS, TableKeys
 from cdc_lake.defs.unchanged import (
     carried_check_results,
     carried_metadata,
@@ -52,13 +54,13 @@ from cdc_lake.lake.schema import (
     columns_from_catalog,
     describe_change,
 )
-from cdc_lake.lake.tables import OUTBOX
 from cdc_lake.lake.timeline import instant_time, newest_commit_instant
 from cdc_lake.raw.objects import RawLayout
 from cdc_lake.resources.lake import LakeResource
 from cdc_lake.resources.source import PostgresResource
 from cdc_lake.resources.spark import SparkLauncher
 from cdc_lake.resources.streaming import CdcPipelineResource
+from cdc_lake.source.captured import OUTBOX, RESCAN_CHECK, CapturedTable
 
 
 class LakeRefreshConfig(dg.Config):
@@ -75,88 +77,116 @@ class LakeRefreshConfig(dg.Config):
     )
 
 
-@dg.asset(
-    key=HUDI_KEY,
-    deps=[RAW_KEY],
-    group_name=PIPELINE_GROUP,
-    freshness_policy=LAKE_FRESHNESS,
-    kinds={"hudi", "spark", "s3"},
-    owners=["team:data-platform"],
-    tags={"stage": "lake"},
-    check_specs=[
-        dg.AssetCheckSpec(
-            "order_id_unique", asset=HUDI_KEY, description="order_id is unique in the Hudi table"
-        ),
-        dg.AssetCheckSpec(
-            "no_deleted_orders",
-            asset=HUDI_KEY,
-            description="no deleted order survives in the table (hard deletes)",
-        ),
-        dg.AssetCheckSpec(
-            "incremental_matches_rescan",
-            asset=HUDI_KEY,
-            description="the state the checks keep from the change feed equalled a rescan of "
-            "the whole table at the newest full scan (every so many commits, on request, or "
-            "scheduled: the lake_full_check job)",
-        ),
-    ],  # fmt: skip
-)
-def cdc_events_hudi(
-    context: dg.AssetExecutionContext,
-    config: LakeRefreshConfig,
-    spark_jobs: SparkLauncher,
-    cdc: CdcPipelineResource,
-    lake: LakeResource,
-    s3: S3Resource,
-    postgres: PostgresResource,
-) -> dg.MaterializeResult:
-    """The current state of every order, one row per order_id, upserted from the raw CDC files
-    into an Apache Hudi table (COPY_ON_WRITE by default). Dates are DATE, updated_at TIMESTAMP;
-    order_items, products, customer, employee, shipper and shipment stay JSON strings."""
-    previous = latest_materialization(context.instance, HUDI_KEY)
-    source_columns = _source_columns(context, postgres)
-    if config.replay_from_offset is not None:
-        context.log.info(f"replaying the raw files from offset {config.replay_from_offset}")
-    elif config.full_scan:
-        context.log.info("full scan requested: the checks rescan the whole table")
-    elif (same := _nothing_new(context, s3, cdc, lake, previous, source_columns)) is not None:
-        return same
-    state = previous[1].get("live_key_digest") if previous else None
-    params = lake.upsert_params(
-        cdc,
-        config.replay_from_offset,
-        # The checks go on from the state the last run reported (cdc_lake/lake/table_state.py).
-        previous_state=state.value if state is not None and isinstance(state.value, dict) else None,
-        full_scan=config.full_scan,
-        source_columns=source_columns,
+OUTBOX_DESCRIPTION = """The current state of every order, one row per order_id, upserted from the
+raw CDC files into an Apache Hudi table (COPY_ON_WRITE by default). Dates are DATE, updated_at
+TIMESTAMP; order_items, products, customer, employee, shipper and shipment stay JSON strings."""
+
+
+def _description(table: CapturedTable) -> str:
+    if table == OUTBOX:
+        return OUTBOX_DESCRIPTION
+    return (
+        f"The current state of every row of {table.source}, one row per {table.key}, upserted "
+        "from its raw CDC files into an Apache Hudi table, as the outbox's are."
     )
-    outcome = spark_jobs.run(context, "upsert", params)
-    instant = str(outcome.metadata["commit_instant"].value)
-    if not outcome.metadata["new_commit"].value:
-        context.log.info(f"no new raw lines since the checkpoint: nothing committed ({instant})")
-    version = dg.DataVersion(instant) if instant != "none" else None
-    extra = {}
-    if (when := instant_time(instant)) is not None:
-        extra["commit_time"] = dg.MetadataValue.timestamp(when)
-    if (schema_meta := outcome.metadata.get("lake_schema")) is not None:
-        schema = LakeSchema.from_json(schema_meta.value)
-        extra |= schema_metadata(schema)
-        old = previous[1].get("lake_schema") if previous else None
-        old_schema = (
-            LakeSchema.from_json(old.value) if old and isinstance(old.value, dict) else None
+
+
+def hudi_table_asset(k: TableKeys) -> dg.AssetsDefinition:
+    """The Hudi table of one captured table, with the checks its upsert app evaluates."""
+    table = k.table
+
+    @dg.asset(
+        key=k.hudi,
+        deps=[k.raw],
+        description=_description(table),
+        group_name=PIPELINE_GROUP,
+        freshness_policy=LAKE_FRESHNESS,
+        kinds={"hudi", "spark", "s3"},
+        owners=["team:data-platform"],
+        tags={"stage": "lake"},
+        check_specs=[
+            dg.AssetCheckSpec(
+                table.key_unique_check,
+                asset=k.hudi,
+                description=f"{table.key} is unique in the Hudi table",
+            ),
+            dg.AssetCheckSpec(
+                table.no_deleted_check,
+                asset=k.hudi,
+                description=f"no deleted row of {table.source} survives in the table (hard "
+                "deletes)",
+            ),
+            dg.AssetCheckSpec(
+                RESCAN_CHECK,
+                asset=k.hudi,
+                description="the state the checks keep from the change feed equalled a rescan "
+                "of the whole table at the newest full scan (every so many commits, on request, "
+                "or scheduled: the lake_full_check job)",
+            ),
+        ],
+    )
+    def _hudi(
+        context: dg.AssetExecutionContext,
+        config: LakeRefreshConfig,
+        spark_jobs: SparkLauncher,
+        cdc: CdcPipelineResource,
+        lake: LakeResource,
+        s3: S3Resource,
+        postgres: PostgresResource,
+    ) -> dg.MaterializeResult:
+        previous = latest_materialization(context.instance, k.hudi)
+        source_columns = _source_columns(context, postgres, k.table)
+        if config.replay_from_offset is not None:
+            context.log.info(f"replaying the raw files from offset {config.replay_from_offset}")
+        elif config.full_scan:
+            context.log.info("full scan requested: the checks rescan the whole table")
+        elif (
+            same := _nothing_new(context, s3, cdc, lake, previous, source_columns, k)
+        ) is not None:
+            return same
+        state = previous[1].get("live_key_digest") if previous else None
+        params = lake.upsert_params(
+            cdc,
+            config.replay_from_offset,
+            # The checks go on from the state the last run reported (cdc_lake/lake/table_state.py).
+            previous_state=state.value
+            if state is not None and isinstance(state.value, dict)
+            else None,
+            full_scan=config.full_scan,
+            source_columns=source_columns,
+            table=k.table,
         )
-        if (change := describe_change(old_schema, schema)) is not None:
-            context.log.info(change)
-            extra["schema_change"] = dg.MetadataValue.text(change)
-        if schema.dropped:
-            context.log.warning(
-                f"columns dropped at the source, kept in the lake: {', '.join(schema.dropped)}"
+        outcome = spark_jobs.run(context, "upsert", params)
+        instant = str(outcome.metadata["commit_instant"].value)
+        if not outcome.metadata["new_commit"].value:
+            context.log.info(
+                f"no new raw lines since the checkpoint: nothing committed ({instant})"
             )
-    return outcome.materialize_result(context, data_version=version, **extra)
+        version = dg.DataVersion(instant) if instant != "none" else None
+        extra = {}
+        if (when := instant_time(instant)) is not None:
+            extra["commit_time"] = dg.MetadataValue.timestamp(when)
+        if (schema_meta := outcome.metadata.get("lake_schema")) is not None:
+            schema = LakeSchema.from_json(schema_meta.value)
+            extra |= schema_metadata(schema)
+            old = previous[1].get("lake_schema") if previous else None
+            old_schema = (
+                LakeSchema.from_json(old.value) if old and isinstance(old.value, dict) else None
+            )
+            if (change := describe_change(old_schema, schema)) is not None:
+                context.log.info(change)
+                extra["schema_change"] = dg.MetadataValue.text(change)
+            if schema.dropped:
+                context.log.warning(
+                    f"columns dropped at the source, kept in the lake: {', '.join(schema.dropped)}"
+                )
+        return outcome.materialize_result(context, data_version=version, **extra)
+
+    return _hudi
 
 
 def _source_columns(
-    context: dg.AssetExecutionContext, postgres: PostgresResource
+    context: dg.AssetExecutionContext, postgres: PostgresResource, table: CapturedTable
 ) -> list[SourceColumn] | None:
     """The source table's columns from its catalog; None, with a warning, when the source or
     the table cannot be reached: the refresh then keeps the lake's recorded columns, and a raw
@@ -164,7 +194,7 @@ def _source_columns(
     try:
         conn = postgres.connect()
         try:
-            return columns_from_catalog(conn, OUTBOX.source)
+            return columns_from_catalog(conn, table.source)
         finally:
             conn.close()
     except (ConnectionError, SchemaChangeError) as e:
@@ -197,6 +227,7 @@ def _nothing_new(
     lake: LakeResource,
     previous: tuple[str, dict[str, dg.MetadataValue]] | None,
     source_columns: list[SourceColumn] | None,
+    k: TableKeys,
 ) -> dg.MaterializeResult | None:
     """The carried-forward result when the table provably has all there is, else None."""
     t0 = time.monotonic()
@@ -215,15 +246,16 @@ def _nothing_new(
     if instant is None or instant.value == "none" or not checkpoint or is_legacy(checkpoint):
         return None
     client = s3.get_client()
-    newest = newest_commit_instant(client, lake.lake_bucket, lake.table_prefix)
+    newest = newest_commit_instant(client, lake.lake_bucket, lake.table_prefix_of(k.table))
     if newest != instant.value:
         # Committed to (or rolled back) without this instance seeing it: Spark reads Hudi itself.
         context.log.info(f"the table's newest commit is {newest}, not {instant.value}")
         return None
-    plan = pending(client, cdc.raw_bucket, RawLayout(cdc.raw_prefix, cdc.topic), checkpoint)
+    layout = RawLayout(cdc.raw_prefix, cdc.topic_of(k.table))
+    plan = pending(client, cdc.raw_bucket, layout, checkpoint)
     if plan.objects:
         return None
-    checks = carried_check_results(context, HUDI_KEY)
+    checks = carried_check_results(context, k.hudi)
     if checks is None:
         return None
     context.log.info(
@@ -251,3 +283,9 @@ def _nothing_new(
         check_results=checks,
         data_version=dg.DataVersion(str(instant.value)),
     )
+
+
+# One per captured table, from its declaration alone.
+hudi_tables = {k.table: hudi_table_asset(k) for k in KEYS}
+cdc_events_hudi = hudi_tables[OUTBOX]
+captured_hudi_tables = [a for t, a in hudi_tables.items() if t != OUTBOX]

@@ -1,7 +1,9 @@
-"""Checks of the CDC invariants on the Hudi table that need no Spark of their own.
+"""Checks of the CDC invariants on each captured table's Hudi table that need no Spark of their own
+(the outbox's below; every other captured table gets the same three, on its own source table,
+topic, quarantine and checkpoint).
 
-``order_id_unique`` and ``no_deleted_orders`` are evaluated by the upsert app itself (see the
-asset's check specs). Here:
+``order_id_unique`` and ``no_deleted_orders`` (named after each table) are evaluated by the
+upsert app itself (see the asset's check specs). Here:
 
 - ``no_quarantined_lines``: the quarantine prefix is empty (only fills with quarantine on).
 - ``matches_source`` (blocking): after catch-up, the live rows equal the outbox's, keys and
@@ -25,169 +27,188 @@ from typing import Any
 import dagster as dg
 from dagster_aws.s3 import S3Resource
 
-from cdc_lake.defs.keys import HUDI_KEY
+from cdc_lake.defs.keys import KEYS, TableKeys
 from cdc_lake.lake.checkpoint import Checkpoint, is_legacy, pending
 from cdc_lake.lake.digest import VERSION, compare_digests, source_digest
 from cdc_lake.lake.schema import LakeSchema, columns_from_catalog, compare, initial
-from cdc_lake.lake.tables import OUTBOX
 from cdc_lake.raw.objects import RawLayout
 from cdc_lake.resources.lake import LakeResource
 from cdc_lake.resources.source import PostgresResource
 from cdc_lake.resources.streaming import CdcPipelineResource, KafkaResource
+from cdc_lake.source.captured import OUTBOX
 from cdc_lake.streaming.topics import committed_offsets, end_offsets
 
 
-@dg.asset_check(asset=HUDI_KEY, description="no raw line was quarantined as malformed")
-def no_quarantined_lines(s3: S3Resource, lake: LakeResource) -> dg.AssetCheckResult:
-    client = s3.get_client()
-    listed = client.list_objects_v2(
-        Bucket=lake.lake_bucket, Prefix=lake.quarantine_prefix + "/", MaxKeys=1000
-    )
-    files = [o["Key"] for o in listed.get("Contents", []) if o["Key"].endswith(".json")]
-    return dg.AssetCheckResult(
-        passed=not files,
-        metadata={
-            "quarantine_files": len(files),
-            "quarantine_path": dg.MetadataValue.path(lake.quarantine_path),
-        },
-    )
-
-
-def _latest_lake_metadata(context: dg.AssetCheckExecutionContext) -> dict[str, Any] | None:
-    event = context.instance.get_latest_materialization_event(HUDI_KEY)
+def _latest_lake_metadata(
+    context: dg.AssetCheckExecutionContext, k: TableKeys
+) -> dict[str, Any] | None:
+    event = context.instance.get_latest_materialization_event(k.hudi)
     mat = event.asset_materialization if event else None
-    return {k: v.value for k, v in mat.metadata.items()} if mat else None
+    return {name: v.value for name, v in mat.metadata.items()} if mat else None
 
 
-@dg.asset_check(
-    asset=HUDI_KEY,
-    blocking=True,
-    description="after catch-up, the table's live rows equal the PostgreSQL outbox's",
-)
-def matches_source(
-    context: dg.AssetCheckExecutionContext,
-    postgres: PostgresResource,
-    kafka: KafkaResource,
-    s3: S3Resource,
-    cdc: CdcPipelineResource,
-) -> dg.AssetCheckResult:
-    lake_meta = _latest_lake_metadata(context)
-    lake_digest = (lake_meta or {}).get("live_key_digest")
-    if lake_meta is None or lake_digest is None:
+def lake_checks(k: TableKeys) -> list[dg.AssetChecksDefinition]:
+    """The three checks of one captured table's Hudi table."""
+
+    @dg.asset_check(asset=k.hudi, description="no raw line was quarantined as malformed")
+    def no_quarantined_lines(s3: S3Resource, lake: LakeResource) -> dg.AssetCheckResult:
+        client = s3.get_client()
+        prefix = lake.quarantine_prefix_of(k.table)
+        listed = client.list_objects_v2(Bucket=lake.lake_bucket, Prefix=prefix + "/", MaxKeys=1000)
+        files = [o["Key"] for o in listed.get("Contents", []) if o["Key"].endswith(".json")]
         return dg.AssetCheckResult(
-            passed=False, description="the Hudi table has not been materialized yet"
+            passed=not files,
+            metadata={
+                "quarantine_files": len(files),
+                "quarantine_path": dg.MetadataValue.path(lake.uri(prefix)),
+            },
         )
-    if lake_digest.get("version") != VERSION:
-        return dg.AssetCheckResult(
-            passed=False,
-            description="the Hudi table's digest predates content hashing: materialize it again",
-        )
-    conn = postgres.connect()
-    try:
-        columns = initial(OUTBOX.source, OUTBOX.key, columns_from_catalog(conn, OUTBOX.source))
-        if columns.digest_signature() != lake_digest.get("columns"):
-            added = sorted(set(columns.digest_signature()) - set(lake_digest.get("columns", [])))
-            gone = sorted(set(lake_digest.get("columns", [])) - set(columns.digest_signature()))
+
+    @dg.asset_check(
+        asset=k.hudi,
+        blocking=True,
+        description=f"after catch-up, the table's live rows equal those of {k.table.source} in "
+        "PostgreSQL",
+    )
+    def matches_source(
+        context: dg.AssetCheckExecutionContext,
+        postgres: PostgresResource,
+        kafka: KafkaResource,
+        s3: S3Resource,
+        cdc: CdcPipelineResource,
+    ) -> dg.AssetCheckResult:
+        lake_meta = _latest_lake_metadata(context, k)
+        lake_digest = (lake_meta or {}).get("live_key_digest")
+        if lake_meta is None or lake_digest is None:
+            return dg.AssetCheckResult(
+                passed=False, description="the Hudi table has not been materialized yet"
+            )
+        if lake_digest.get("version") != VERSION:
             return dg.AssetCheckResult(
                 passed=False,
-                severity=dg.AssetCheckSeverity.WARN,
-                metadata={
-                    "source_columns_not_in_lake_digest": dg.MetadataValue.json(added),
-                    "lake_digest_columns_not_at_source": dg.MetadataValue.json(gone),
-                },
-                description="the source's columns changed since the lake's last refresh: "
-                "refresh the lake (schema_matches_source tells what changed)",
+                description="the Hudi table's digest predates content hashing: materialize it "
+                "again",
             )
-        source = source_digest(conn, lake_digest["buckets"], schema=columns)
-    finally:
-        conn.close()
-    diff = compare_digests(source, lake_digest)
-    differing = sorted(diff.details)
-    meta: dict[str, Any] = {
-        "lake_rows": lake_digest["rows"],
-        "source_rows": source["rows"],
-        "differing_buckets": len(differing),
-        "key_differences": dg.MetadataValue.int(len(diff.key_buckets)),
-        "content_differences": dg.MetadataValue.int(len(diff.content_buckets)),
-        "sample_buckets": dg.MetadataValue.json({str(b): diff.details[b] for b in differing[:10]}),
-    }
-    if diff.equal:
-        return dg.AssetCheckResult(passed=True, metadata=meta)
-    # Not equal: is the lake merely behind? Pending raw objects, records the sink has not
-    # flushed, or topic offsets past the lake's checkpoint all mean it is.
-    stored = lake_meta.get("checkpoint") or None
-    plan = pending(s3.get_client(), cdc.raw_bucket, RawLayout(cdc.raw_prefix, cdc.topic), stored)
-    conf = kafka.client_conf()
-    ends = end_offsets(conf, cdc.topic)
-    done = committed_offsets(conf, cdc.sink_consumer_group, cdc.topic, list(ends))
-    pending_records = sum(max(0, e - done.get(p, 0)) for p, e in ends.items())
-    lake_offsets = Checkpoint.from_json(stored) if stored and not is_legacy(stored) else None
-    lake_lag = (
-        sum(max(0, e - lake_offsets.offset(p) - 1) for p, e in ends.items())
-        if lake_offsets
-        else None
-    )
-    meta |= {
-        "pending_raw_files": dg.MetadataValue.int(len(plan.objects)),
-        "pending_topic_records": dg.MetadataValue.int(pending_records),
-    }
-    if lake_lag is not None:
-        meta["topic_records_past_lake_checkpoint"] = dg.MetadataValue.int(lake_lag)
-    behind = bool(plan.objects) or pending_records > 0 or bool(lake_lag)
-    return dg.AssetCheckResult(
-        passed=False,
-        severity=dg.AssetCheckSeverity.WARN if behind else dg.AssetCheckSeverity.ERROR,
-        metadata=meta,
-        description="not caught up yet" if behind else "caught up, yet different from source",
-    )
-
-
-@dg.asset_check(
-    asset=HUDI_KEY,
-    description="the lake's columns are the source table's: none missing, none of another type "
-    "(a column dropped at the source and kept in the lake warns)",
-)
-def schema_matches_source(
-    context: dg.AssetCheckExecutionContext, postgres: PostgresResource
-) -> dg.AssetCheckResult:
-    recorded = (_latest_lake_metadata(context) or {}).get("lake_schema")
-    if not isinstance(recorded, dict):
-        return dg.AssetCheckResult(
-            passed=False, description="the Hudi table has no recorded schema yet: materialize it"
+        conn = postgres.connect()
+        try:
+            table = k.table
+            columns = initial(table.source, table.key, columns_from_catalog(conn, table.source))
+            if columns.digest_signature() != lake_digest.get("columns"):
+                added = sorted(
+                    set(columns.digest_signature()) - set(lake_digest.get("columns", []))
+                )
+                gone = sorted(set(lake_digest.get("columns", [])) - set(columns.digest_signature()))
+                return dg.AssetCheckResult(
+                    passed=False,
+                    severity=dg.AssetCheckSeverity.WARN,
+                    metadata={
+                        "source_columns_not_in_lake_digest": dg.MetadataValue.json(added),
+                        "lake_digest_columns_not_at_source": dg.MetadataValue.json(gone),
+                    },
+                    description="the source's columns changed since the lake's last refresh: "
+                    "refresh the lake (schema_matches_source tells what changed)",
+                )
+            source = source_digest(conn, lake_digest["buckets"], schema=columns)
+        finally:
+            conn.close()
+        diff = compare_digests(source, lake_digest)
+        differing = sorted(diff.details)
+        meta: dict[str, Any] = {
+            "lake_rows": lake_digest["rows"],
+            "source_rows": source["rows"],
+            "differing_buckets": len(differing),
+            "key_differences": dg.MetadataValue.int(len(diff.key_buckets)),
+            "content_differences": dg.MetadataValue.int(len(diff.content_buckets)),
+            "sample_buckets": dg.MetadataValue.json(
+                {str(b): diff.details[b] for b in differing[:10]}
+            ),
+        }
+        if diff.equal:
+            return dg.AssetCheckResult(passed=True, metadata=meta)
+        # Not equal: is the lake merely behind? Pending raw objects, records the sink has not
+        # flushed, or topic offsets past the lake's checkpoint all mean it is.
+        stored = lake_meta.get("checkpoint") or None
+        topic = cdc.topic_of(k.table)
+        plan = pending(s3.get_client(), cdc.raw_bucket, RawLayout(cdc.raw_prefix, topic), stored)
+        conf = kafka.client_conf()
+        ends = end_offsets(conf, topic)
+        done = committed_offsets(conf, cdc.sink_consumer_group, topic, list(ends))
+        pending_records = sum(max(0, e - done.get(p, 0)) for p, e in ends.items())
+        lake_offsets = Checkpoint.from_json(stored) if stored and not is_legacy(stored) else None
+        lake_lag = (
+            sum(max(0, e - lake_offsets.offset(p) - 1) for p, e in ends.items())
+            if lake_offsets
+            else None
         )
-    lake = LakeSchema.from_json(recorded)
-    conn = postgres.connect()
-    try:
-        source = columns_from_catalog(conn, OUTBOX.source)
-    finally:
-        conn.close()
-    diff = compare(source, lake)
-    meta = {
-        "schema_version": dg.MetadataValue.int(lake.version),
-        "source_columns": dg.MetadataValue.int(len(source)),
-        "lake_columns": dg.MetadataValue.int(len(lake.columns)),
-        "missing_in_lake": dg.MetadataValue.json(list(diff.missing)),
-        "type_changed": dg.MetadataValue.json(list(diff.changed)),
-        "dropped_at_source": dg.MetadataValue.json(list(diff.dropped)),
-    }
-    if diff.equal:
-        return dg.AssetCheckResult(passed=True, metadata=meta)
-    if diff.missing or diff.changed:
+        meta |= {
+            "pending_raw_files": dg.MetadataValue.int(len(plan.objects)),
+            "pending_topic_records": dg.MetadataValue.int(pending_records),
+        }
+        if lake_lag is not None:
+            meta["topic_records_past_lake_checkpoint"] = dg.MetadataValue.int(lake_lag)
+        behind = bool(plan.objects) or pending_records > 0 or bool(lake_lag)
         return dg.AssetCheckResult(
             passed=False,
-            severity=dg.AssetCheckSeverity.ERROR,
+            severity=dg.AssetCheckSeverity.WARN if behind else dg.AssetCheckSeverity.ERROR,
             metadata=meta,
-            description="the lake has not taken the source's columns: "
-            + "; ".join(
-                [f"not in the lake: {', '.join(diff.missing)}"] * bool(diff.missing)
-                + [f"type changed: {', '.join(diff.changed)}"] * bool(diff.changed)
-            )
-            + ". Refresh the lake; a change it cannot take fails the refresh, naming it.",
+            description="not caught up yet" if behind else "caught up, yet different from source",
         )
-    return dg.AssetCheckResult(
-        passed=False,
-        severity=dg.AssetCheckSeverity.WARN,
-        metadata=meta,
-        description=f"dropped at the source, kept in the lake (null from then on): "
-        f"{', '.join(diff.dropped)}",
+
+    @dg.asset_check(
+        asset=k.hudi,
+        description="the lake's columns are the source table's: none missing, none of another type "
+        "(a column dropped at the source and kept in the lake warns)",
     )
+    def schema_matches_source(
+        context: dg.AssetCheckExecutionContext, postgres: PostgresResource
+    ) -> dg.AssetCheckResult:
+        recorded = (_latest_lake_metadata(context, k) or {}).get("lake_schema")
+        if not isinstance(recorded, dict):
+            return dg.AssetCheckResult(
+                passed=False,
+                description="the Hudi table has no recorded schema yet: materialize it",
+            )
+        lake = LakeSchema.from_json(recorded)
+        conn = postgres.connect()
+        try:
+            source = columns_from_catalog(conn, k.table.source)
+        finally:
+            conn.close()
+        diff = compare(source, lake)
+        meta = {
+            "schema_version": dg.MetadataValue.int(lake.version),
+            "source_columns": dg.MetadataValue.int(len(source)),
+            "lake_columns": dg.MetadataValue.int(len(lake.columns)),
+            "missing_in_lake": dg.MetadataValue.json(list(diff.missing)),
+            "type_changed": dg.MetadataValue.json(list(diff.changed)),
+            "dropped_at_source": dg.MetadataValue.json(list(diff.dropped)),
+        }
+        if diff.equal:
+            return dg.AssetCheckResult(passed=True, metadata=meta)
+        if diff.missing or diff.changed:
+            return dg.AssetCheckResult(
+                passed=False,
+                severity=dg.AssetCheckSeverity.ERROR,
+                metadata=meta,
+                description="the lake has not taken the source's columns: "
+                + "; ".join(
+                    [f"not in the lake: {', '.join(diff.missing)}"] * bool(diff.missing)
+                    + [f"type changed: {', '.join(diff.changed)}"] * bool(diff.changed)
+                )
+                + ". Refresh the lake; a change it cannot take fails the refresh, naming it.",
+            )
+        return dg.AssetCheckResult(
+            passed=False,
+            severity=dg.AssetCheckSeverity.WARN,
+            metadata=meta,
+            description=f"dropped at the source, kept in the lake (null from then on): "
+            f"{', '.join(diff.dropped)}",
+        )
+
+    return [no_quarantined_lines, matches_source, schema_matches_source]
+
+
+# One set per captured table.
+table_checks = {k.table: lake_checks(k) for k in KEYS}
+no_quarantined_lines, matches_source, schema_matches_source = table_checks[OUTBOX]
+captured_table_checks = [c for t, checks in table_checks.items() if t != OUTBOX for c in checks]

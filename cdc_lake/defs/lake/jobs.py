@@ -1,28 +1,57 @@
-"""The ``lake_refresh`` Dagster job: the Hudi table, then the order items, in one run.
+"""The ``lake_refresh`` Dagster job: the outbox's Hudi table, then the order items, in one run;
+and for every other captured table, ``<table>_lake_refresh``: its Hudi table.
 
 The raw-files sensor (``cdc_lake/defs/lake/sensors.py``) requests it for each batch of new raw
 objects, and ``cdc-lake refresh`` runs it after catching up. It ingests from the Hudi table's own
 checkpoint, so a run that is skipped or fails loses nothing, and a rerun with nothing new
 commits nothing.
 
-``lake_full_check`` does the same for the Hudi table with ``full_scan`` on: the checks rescan the
-whole table rather than follow the change feed, and compare the two. Its schedule runs it nightly
-once turned on; the upsert also rescans by itself every ``LakeResource.full_scan_every``
-commits.
+``lake_full_check`` refreshes the outbox's Hudi table with ``full_scan`` on: the checks rescan
+the whole table rather than follow the change feed, and compare the two. Its schedule runs it
+nightly once turned on. Every table's upsert also rescans by itself every
+``LakeResource.full_scan_every`` commits, and on request (run config ``full_scan`` on its
+refresh job).
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 import dagster as dg
 
-from cdc_lake.defs.keys import HUDI_KEY, ORDER_ITEMS_KEY
+from cdc_lake.defs.keys import HUDI_KEY, KEYS, ORDER_ITEMS_KEY, OUTBOX_KEYS, TableKeys
+from cdc_lake.source.captured import OUTBOX
 
-# The Hudi asset's op: run config reaches the asset through it.
-HUDI_OP = "__".join(HUDI_KEY.path)
+if TYPE_CHECKING:
+    from dagster._core.definitions.unresolved_asset_job_definition import (
+        UnresolvedAssetJobDefinition,
+    )
+
+
+def hudi_op(key: dg.AssetKey) -> str:
+    """A Hudi asset's op: run config reaches the asset through it."""
+    return "__".join(key.path)
+
+
+HUDI_OP = hudi_op(HUDI_KEY)
 
 lake_refresh_job = dg.define_asset_job(
-    "lake_refresh",
+    OUTBOX_KEYS.refresh_job,
     selection=dg.AssetSelection.assets(HUDI_KEY, ORDER_ITEMS_KEY),
     description="Upsert new raw CDC files into Hudi, then rebuild the order items.",
 )
+
+
+def refresh_job(k: TableKeys) -> UnresolvedAssetJobDefinition:
+    return dg.define_asset_job(
+        k.refresh_job,
+        selection=dg.AssetSelection.assets(k.hudi),
+        description=f"Upsert the new raw CDC files of {k.table.source} into its Hudi table.",
+    )
+
+
+captured_refresh_jobs = {k.table: refresh_job(k) for k in KEYS if k.table != OUTBOX}
+refresh_jobs = {OUTBOX: lake_refresh_job, **captured_refresh_jobs}
 
 lake_full_check_job = dg.define_asset_job(
     "lake_full_check",

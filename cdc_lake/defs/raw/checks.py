@@ -1,6 +1,7 @@
-"""Checks of the raw stage.
+"""Checks of the raw stage: the first and the last of each captured table's raw files, the
+connector's on the outbox's.
 
-- ``sink_consumer_lag``: the records of the topic that the S3 sink's consumer group has not
+- ``sink_consumer_lag``: the records of the table's topic that the S3 sink's consumer group has not
   committed yet (end offset minus committed offset, summed over partitions) are at most
   ``sink_lag_warn_records``. The sink commits only what it has uploaded, so this is what the
   raw files lack. Past the threshold the check fails with WARN severity: the sink is down, or
@@ -17,36 +18,18 @@ import dagster as dg
 from dagster_aws.s3 import S3Resource
 
 from cdc_lake.defs.check_results import at_most, connector_check
-from cdc_lake.defs.keys import RAW_KEY
+from cdc_lake.defs.keys import KEYS, OUTBOX_KEYS, TableKeys
 from cdc_lake.defs.unchanged import lake_checkpoint
 from cdc_lake.lake.checkpoint import pending
 from cdc_lake.raw.objects import RawLayout
 from cdc_lake.resources.streaming import CdcPipelineResource, ConnectResource, KafkaResource
+from cdc_lake.source.captured import OUTBOX
 from cdc_lake.streaming.topics import consumer_lag
 
 
 @dg.asset_check(
-    asset=RAW_KEY,
-    description="the S3 sink's consumer group lags the topic by at most the threshold",
+    asset=OUTBOX_KEYS.raw, description="the S3 sink connector and its tasks are RUNNING"
 )
-def sink_consumer_lag(kafka: KafkaResource, cdc: CdcPipelineResource) -> dg.AssetCheckResult:
-    lag = consumer_lag(kafka.client_conf(), cdc.sink_consumer_group, cdc.topic)
-    total, threshold = sum(lag.values()), cdc.sink_lag_warn_records
-    meta = {
-        "consumer_group": cdc.sink_consumer_group,
-        "sink_consumer_lag_records": total,
-        "lag_per_partition": dg.MetadataValue.json({str(p): n for p, n in lag.items()}),
-        "threshold_records": threshold,
-    }
-    return at_most(
-        total,
-        threshold,
-        meta,
-        f"the S3 sink has {total:,} records of {cdc.topic!r} to commit, over {threshold:,}",
-    )
-
-
-@dg.asset_check(asset=RAW_KEY, description="the S3 sink connector and its tasks are RUNNING")
 def sink_connector_running(
     kafka_connect: ConnectResource, cdc: CdcPipelineResource
 ) -> dg.AssetCheckResult:
@@ -54,31 +37,62 @@ def sink_connector_running(
     return connector_check(name, kafka_connect.client().status(name))
 
 
-@dg.asset_check(
-    asset=RAW_KEY,
-    description="the raw objects not yet ingested into the lake are at most the threshold",
-)
-def pending_raw_objects(
-    context: dg.AssetCheckExecutionContext, s3: S3Resource, cdc: CdcPipelineResource
-) -> dg.AssetCheckResult:
-    plan = pending(
-        s3.get_client(),
-        cdc.raw_bucket,
-        RawLayout(cdc.raw_prefix, cdc.topic),
-        lake_checkpoint(context.instance),
+def raw_checks(k: TableKeys) -> list[dg.AssetChecksDefinition]:
+    """The checks of one captured table's raw files."""
+    topic = f"the topic of {k.table.source}"
+
+    @dg.asset_check(
+        asset=k.raw,
+        description=f"the S3 sink's consumer group lags {topic} by at most the threshold",
     )
-    count, threshold = len(plan.objects), cdc.pending_objects_warn
-    meta: dict[str, dg.MetadataValue] = {
-        "pending_objects": dg.MetadataValue.int(count),
-        "pending_bytes": dg.MetadataValue.int(sum(o.size for o in plan.objects)),
-        "threshold_objects": dg.MetadataValue.int(threshold),
-    }
-    if plan.objects:
-        meta["oldest_pending"] = dg.MetadataValue.text(min(plan.objects).key)
-    return at_most(
-        count,
-        threshold,
-        meta,
-        f"{count:,} raw objects wait for the lake refresh, over {threshold:,}: turn on "
-        "raw_cdc_files_sensor or run `cdc-lake refresh`",
+    def sink_consumer_lag(kafka: KafkaResource, cdc: CdcPipelineResource) -> dg.AssetCheckResult:
+        lag = consumer_lag(kafka.client_conf(), cdc.sink_consumer_group, cdc.topic_of(k.table))
+        total, threshold = sum(lag.values()), cdc.sink_lag_warn_records
+        meta = {
+            "consumer_group": cdc.sink_consumer_group,
+            "sink_consumer_lag_records": total,
+            "lag_per_partition": dg.MetadataValue.json({str(p): n for p, n in lag.items()}),
+            "threshold_records": threshold,
+        }
+        return at_most(
+            total,
+            threshold,
+            meta,
+            f"the S3 sink has {total:,} records of {cdc.topic_of(k.table)!r} to commit, over "
+            f"{threshold:,}",
+        )
+
+    @dg.asset_check(
+        asset=k.raw,
+        description="the raw objects not yet ingested into the lake are at most the threshold",
     )
+    def pending_raw_objects(
+        context: dg.AssetCheckExecutionContext, s3: S3Resource, cdc: CdcPipelineResource
+    ) -> dg.AssetCheckResult:
+        plan = pending(
+            s3.get_client(),
+            cdc.raw_bucket,
+            RawLayout(cdc.raw_prefix, cdc.topic_of(k.table)),
+            lake_checkpoint(context.instance, k.hudi),
+        )
+        count, threshold = len(plan.objects), cdc.pending_objects_warn
+        meta: dict[str, dg.MetadataValue] = {
+            "pending_objects": dg.MetadataValue.int(count),
+            "pending_bytes": dg.MetadataValue.int(sum(o.size for o in plan.objects)),
+            "threshold_objects": dg.MetadataValue.int(threshold),
+        }
+        if plan.objects:
+            meta["oldest_pending"] = dg.MetadataValue.text(min(plan.objects).key)
+        return at_most(
+            count,
+            threshold,
+            meta,
+            f"{count:,} raw objects wait for the lake refresh, over {threshold:,}: turn on "
+            f"{k.sensor} or run `cdc-lake refresh`",
+        )
+
+    return [sink_consumer_lag, pending_raw_objects]
+
+
+sink_consumer_lag, pending_raw_objects = raw_checks(OUTBOX_KEYS)
+captured_raw_checks = [c for k in KEYS if k.table != OUTBOX for c in raw_checks(k)]

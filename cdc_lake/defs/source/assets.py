@@ -1,19 +1,25 @@
-"""The source outbox table, ``datalake.cdc_events`` in PostgreSQL.
+"""The captured source tables in PostgreSQL: the outbox, ``datalake.cdc_events``, and every other
+captured table (``cdc_lake/source/captured.py``), such as ``datalake.customers``.
 
-Materialising applies the project's SQL (schema, outbox table, triggers, publication) and is
-idempotent: existing tables and data are kept; sample data is loaded only into empty tables; the
-outbox is brought in line with the orders without rewriting unchanged rows, so a rerun emits no
-change events.
+Materialising the outbox applies the project's SQL (schema, outbox table, triggers, publication)
+and is idempotent: existing tables and data are kept; sample data is loaded only into empty
+tables; the outbox is brought in line with the orders without rewriting unchanged rows, so a
+rerun emits no change events. It also publishes every captured table and lets the replication
+role read it (``cdc_lake/source/database.py``).
+
+The other captured tables belong to the application that writes them: they are external assets
+here, the start of their own lineage (topic, raw files, Hudi table).
 """
 
 import datetime
 
 import dagster as dg
 
-from cdc_lake.defs import PIPELINE_GROUP
-from cdc_lake.defs.keys import OUTBOX_KEY
+from cdc_lake.defs import PIPELINE_GROUP, stage_spec
+from cdc_lake.defs.keys import KEYS, OUTBOX_KEY
 from cdc_lake.resources.source import PostgresResource
 from cdc_lake.resources.streaming import CdcPipelineResource
+from cdc_lake.source.captured import OUTBOX
 from cdc_lake.source.database import prepare_source
 
 
@@ -52,3 +58,18 @@ def cdc_events_outbox(
         updated = datetime.datetime.fromisoformat(stats.last_update)
         metadata["last_update"] = dg.MetadataValue.timestamp(updated)
     return dg.MaterializeResult(metadata=metadata)
+
+
+# Captured as they are: written by the application, published by the outbox asset above.
+captured_source_tables = [
+    stage_spec(
+        k.source,
+        "source",
+        {"postgres"},
+        f"The source table {k.table.source}, captured as it is (key {k.table.key}): published "
+        "for logical replication by the outbox asset.",
+        [],
+    )
+    for k in KEYS
+    if k.table != OUTBOX
+]

@@ -1,10 +1,18 @@
-"""The Kafka topic ``<prefix>.datalake.cdc_events``, fed by the Debezium PostgreSQL connector.
+"""The Kafka topics ``<prefix>.<schema>.<table>``, one per captured table
+(``cdc_lake/source/captured.py``: ``cdc.datalake.cdc_events``, ``cdc.datalake.customers``), fed
+by one Debezium PostgreSQL connector.
+
+One connector for all the captured tables, because each connector holds a replication slot: one
+slot is one walsender and one position that retains WAL, whatever the number of tables, and one
+snapshot covers them all. Its ``table.include.list`` is the declared tables.
 
 Materialising checks the source (wal_level, publication, slot), creates or updates the connector
 through the Kafka Connect REST API (an unchanged config is left alone, a FAILED task restarted),
-waits for the connector and its task to be RUNNING, then for the topic to hold at least the
-snapshot. Debezium delivers at least once: a restart can repeat events, which the lake's
-ordering by (source ts, LSN) makes harmless.
+waits for the connector and its task to be RUNNING (and, for a table added to a connector that
+already ran its snapshot, requests an incremental snapshot of it), then for each topic to hold
+at least its table's snapshot. Each topic is an asset of its own, in its table's lineage.
+Debezium delivers at least once: a restart can repeat events, which the lake's ordering by
+(source ts, LSN) makes harmless.
 
 The connector sends a heartbeat every ``heartbeat_interval_ms``, so its replication slot keeps
 up with the WAL even while the outbox is quiet. The metadata reports the slot's lag in bytes
@@ -15,22 +23,38 @@ the retained WAL passes ``slot_lag_warn_bytes``.
 
 import dagster as dg
 
-from cdc_lake.defs import PIPELINE_GROUP
-from cdc_lake.defs.keys import OUTBOX_KEY, TOPIC_KEY
+from cdc_lake.defs import stage_spec
+from cdc_lake.defs.keys import KEYS, OUTBOX_KEYS, TOPIC_KEY, TableKeys
 from cdc_lake.resources.source import PostgresResource
 from cdc_lake.resources.streaming import CdcPipelineResource, ConnectResource, KafkaResource
-from cdc_lake.source.database import outbox_stats
+from cdc_lake.source.captured import OUTBOX, CapturedTable
+from cdc_lake.source.database import table_rows
 from cdc_lake.source.preflight import check_logical_replication, slot_lag
-from cdc_lake.streaming.topics import wait_for_offsets
+from cdc_lake.streaming.signals import request_snapshot
+from cdc_lake.streaming.topics import end_offsets, wait_for_offsets
+
+OUTBOX_TOPIC_DESCRIPTION = """Change events of the outbox table, flattened by
+ExtractNewRecordState: one JSON record per
+change with the row's columns plus __op, __db, __table, __schema, __lsn, __source_ts_ms and
+__deleted (deletes are rewritten, tombstones dropped). JSON without schemas; DATE as days since
+the epoch; decimals as strings."""
 
 
-@dg.asset(
-    key=TOPIC_KEY,
-    deps=[OUTBOX_KEY],
-    group_name=PIPELINE_GROUP,
-    kinds={"kafka", "debezium"},
-    owners=["team:data-platform"],
-    tags={"stage": "streaming"},
+def _description(k: TableKeys) -> str:
+    if k.table == OUTBOX:
+        return OUTBOX_TOPIC_DESCRIPTION
+    return (
+        f"Change events of {k.table.source}, flattened as the outbox's are: one JSON record per "
+        "change with the row's columns plus Debezium's __ fields."
+    )
+
+
+@dg.multi_asset(
+    name="cdc_events_topic",
+    specs=[
+        stage_spec(k.topic, "streaming", {"kafka", "debezium"}, _description(k), [k.source])
+        for k in KEYS
+    ],
 )
 def cdc_events_topic(
     context: dg.AssetExecutionContext,
@@ -38,36 +62,37 @@ def cdc_events_topic(
     kafka: KafkaResource,
     kafka_connect: ConnectResource,
     cdc: CdcPipelineResource,
-) -> dg.MaterializeResult:
-    """Change events of the outbox table, flattened by ExtractNewRecordState: one JSON record per
-    change with the row's columns plus __op, __db, __table, __schema, __lsn, __source_ts_ms and
-    __deleted (deletes are rewritten, tombstones dropped). JSON without schemas; DATE as days
-    since the epoch; decimals as strings."""
+):
+    """Deploys the one Debezium connector of every captured table and waits for each topic to
+    hold its table's snapshot."""
     connect = kafka_connect.client()
     name = cdc.source_connector_name
     exists = name in connect.connectors()
     conn = postgres.connect()
     try:
         source = check_logical_replication(conn, cdc.publication, cdc.slot_name, exists)
-        rows = outbox_stats(conn).rows
+        rows = {k.table: table_rows(conn, k.table.source) for k in KEYS}
     finally:
         conn.close()
     config = cdc.connector_settings(postgres).debezium()
     action, status = connect.deploy(name, config, cdc.connector_timeout_s, context.log.info)
-    ends = wait_for_offsets(
-        kafka.client_conf(), cdc.topic, at_least=rows, timeout_s=cdc.connector_timeout_s
-    )
+    if exists:
+        _snapshot_added_tables(context, postgres, kafka, cdc, rows)
+    topics = {
+        k.table: wait_for_offsets(
+            kafka.client_conf(),
+            cdc.topic_of(k.table),
+            at_least=rows[k.table],
+            timeout_s=cdc.connector_timeout_s,
+        )
+        for k in KEYS
+    }
     conn = postgres.connect()
     try:
         lag = slot_lag(conn, cdc.slot_name)
     finally:
         conn.close()
-    metadata: dict[str, dg.MetadataValue] = {
-        "topic": dg.MetadataValue.text(cdc.topic),
-        "partitions": dg.MetadataValue.int(len(ends)),
-        "end_offsets": dg.MetadataValue.json({str(p): o for p, o in ends.items()}),
-        "records": dg.MetadataValue.int(sum(ends.values())),
-        "connector": dg.MetadataValue.text(name),
+    metadata = _topic(cdc, OUTBOX_KEYS, topics[OUTBOX]) | {
         "connector_action": dg.MetadataValue.text(action),
         "connector_state": dg.MetadataValue.text(status["connector"]["state"]),
         "task_states": dg.MetadataValue.json({str(t["id"]): t["state"] for t in status["tasks"]}),
@@ -82,4 +107,51 @@ def cdc_events_topic(
         metadata["slot_restart_lag_bytes"] = dg.MetadataValue.int(lag.restart_lag_bytes)
     if lag is not None and lag.flush_lag_bytes is not None:
         metadata["slot_flush_lag_bytes"] = dg.MetadataValue.int(lag.flush_lag_bytes)
-    return dg.MaterializeResult(metadata=metadata)
+    yield dg.MaterializeResult(asset_key=TOPIC_KEY, metadata=metadata)
+    for k in KEYS:
+        if k.table != OUTBOX:
+            yield dg.MaterializeResult(asset_key=k.topic, metadata=_topic(cdc, k, topics[k.table]))
+
+
+def _snapshot_added_tables(
+    context: dg.AssetExecutionContext,
+    postgres: PostgresResource,
+    kafka: KafkaResource,
+    cdc: CdcPipelineResource,
+    rows: dict[CapturedTable, int],
+) -> None:
+    """A connector whose initial snapshot is done does not snapshot a table added to its
+    ``table.include.list`` later (Debezium's documented way is an incremental snapshot). So a
+    captured table with rows whose topic holds none (or does not exist) is sent once, by an
+    ``execute-snapshot`` signal (``cdc_lake/streaming/signals.py``). A topic that holds some
+    records is being captured: nothing is sent for it."""
+    conf = kafka.client_conf()
+    for k in KEYS:
+        try:
+            held = sum(end_offsets(conf, cdc.topic_of(k.table)).values())
+        except KeyError:
+            held = 0
+        if held > 0 or rows[k.table] == 0:
+            continue
+        conn = postgres.connect()
+        try:
+            signal = request_snapshot(conn, None, cdc.publication, table=k.table)
+        finally:
+            conn.close()
+        context.log.warning(
+            f"{cdc.topic_of(k.table)} holds no record, {k.table.source} has {rows[k.table]:,} "
+            "rows: the connector has not snapshotted it (a table added to an existing "
+            f"connector). Requested an incremental snapshot of it (signal {signal})."
+        )
+
+
+def _topic(
+    cdc: CdcPipelineResource, k: TableKeys, ends: dict[int, int]
+) -> dict[str, dg.MetadataValue]:
+    return {
+        "topic": dg.MetadataValue.text(cdc.topic_of(k.table)),
+        "partitions": dg.MetadataValue.int(len(ends)),
+        "end_offsets": dg.MetadataValue.json({str(p): o for p, o in ends.items()}),
+        "records": dg.MetadataValue.int(sum(ends.values())),
+        "connector": dg.MetadataValue.text(cdc.source_connector_name),
+    }

@@ -1,0 +1,87 @@
+"""The captured tables: one declaration each, from which everything about the table is derived.
+
+A declaration names the source table, its key and how the lake partitions it. Nothing else about
+the table is written anywhere:
+
+- its columns are the source's, read from PostgreSQL's catalog at each refresh, or from the
+  table's ``CREATE TABLE`` in ``sql/`` where no database is at hand
+  (``cdc_lake/lake/tables.py``, ``cdc_lake/lake/schema.py``);
+- the ordering fields and the merge rule are the same for every table
+  (``cdc_lake/lake/ordering.py``);
+- the source prepares each one for capture: in the publication, readable by the replication
+  role (``cdc_lake/source/database.py``); Debezium captures each one into a topic of its own,
+  ``<topic prefix>.<source>``, and the S3 sink writes each topic under a folder of its own
+  (``cdc_lake/streaming/connect_config.py``).
+
+To capture another table, add its declaration to ``TABLES`` (README, "Adding a table").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# The checks the upsert app evaluates on every captured table's Hudi table: this one is named
+# the same on each; the key and delete checks are named after the table (below).
+RESCAN_CHECK = "incremental_matches_rescan"
+
+
+@dataclass(frozen=True)
+class CapturedTable:
+    source: str  # schema-qualified, as Debezium's table.include.list names it
+    key: str  # the record key: one lake row per value
+    ddl_file: str  # the file in sql/ whose CREATE TABLE declares it
+    # The lake's partition column, and the source date column whose year it is ("": none).
+    partition_field: str = ""
+    partition_from: str = ""
+    # What one row is, in the names of its checks ("no_deleted_orders"); "": the table's name.
+    rows: str = ""
+
+    @property
+    def name(self) -> str:
+        return self.source.split(".")[-1]
+
+    @property
+    def key_unique_check(self) -> str:
+        """The check that the key is unique in the lake (evaluated by the upsert app)."""
+        return f"{self.key}_unique"
+
+    @property
+    def no_deleted_check(self) -> str:
+        """The check that no deleted row survives in the lake (evaluated by the upsert app)."""
+        return f"no_deleted_{self.rows or self.name}"
+
+    @property
+    def lake_partition(self) -> tuple[str, ...]:
+        """The lake's partition column, which the source does not have (none or one)."""
+        return (self.partition_field,) if self.partition_field else ()
+
+
+OUTBOX = CapturedTable(
+    source="datalake.cdc_events",
+    key="order_id",
+    ddl_file="002_outbox.sql",
+    partition_field="order_year",
+    partition_from="order_date",
+    rows="orders",
+)
+
+# Captured as it is, beside the outbox: a table needs its declaration and nothing else.
+CUSTOMERS = CapturedTable(
+    source="datalake.customers",
+    key="customer_id",
+    ddl_file="001_northwind.sql",
+)
+
+TABLES = (OUTBOX, CUSTOMERS)
+
+
+def captured(source: str) -> CapturedTable:
+    """The declaration of the captured table ``source`` (schema-qualified). Raises KeyError
+    naming the declared tables for any other."""
+    for table in TABLES:
+        if table.source == source:
+            return table
+    declared = ", ".join(t.source for t in TABLES)
+    raise KeyError(
+        f"{source} is not a captured table (declared: {declared}; cdc_lake/source/captured.py)"
+    )
