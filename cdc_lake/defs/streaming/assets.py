@@ -21,6 +21,8 @@ behind ``pg_current_wal_lsn()``: to ``restart_lsn`` (WAL the server retains for 
 the retained WAL passes ``slot_lag_warn_bytes``.
 """
 
+import time
+
 import dagster as dg
 
 from cdc_lake.defs import stage_spec
@@ -32,6 +34,9 @@ from cdc_lake.source.database import table_rows
 from cdc_lake.source.preflight import check_logical_replication, slot_lag
 from cdc_lake.streaming.signals import request_snapshot
 from cdc_lake.streaming.topics import end_offsets, wait_for_offsets
+
+# How long a snapshot signal may go unanswered (an empty topic) before it is sent again.
+RESIGNAL_S = 20.0
 
 OUTBOX_TOPIC_DESCRIPTION = """Change events of the outbox table, flattened by
 ExtractNewRecordState: one JSON record per
@@ -113,6 +118,13 @@ def cdc_events_topic(
             yield dg.MaterializeResult(asset_key=k.topic, metadata=_topic(cdc, k, topics[k.table]))
 
 
+def _held(conf: dict, topic: str) -> int:
+    try:
+        return sum(end_offsets(conf, topic).values())
+    except KeyError:  # no topic yet
+        return 0
+
+
 def _snapshot_added_tables(
     context: dg.AssetExecutionContext,
     postgres: PostgresResource,
@@ -122,27 +134,33 @@ def _snapshot_added_tables(
 ) -> None:
     """A connector whose initial snapshot is done does not snapshot a table added to its
     ``table.include.list`` later (Debezium's documented way is an incremental snapshot). So a
-    captured table with rows whose topic holds none (or does not exist) is sent once, by an
+    captured table with rows whose topic holds none (or does not exist) is sent by an
     ``execute-snapshot`` signal (``cdc_lake/streaming/signals.py``). A topic that holds some
-    records is being captured: nothing is sent for it."""
+    records is being captured: nothing is sent for it.
+
+    The signal is sent again while the topic stays empty (every ``RESIGNAL_S``): a task still
+    running the old config when the new one was saved reads the signal and drops it (the table
+    is not in its list). A second snapshot of the same rows changes nothing in the lake."""
     conf = kafka.client_conf()
+    deadline = time.monotonic() + cdc.connector_timeout_s
     for k in KEYS:
-        try:
-            held = sum(end_offsets(conf, cdc.topic_of(k.table)).values())
-        except KeyError:
-            held = 0
-        if held > 0 or rows[k.table] == 0:
+        topic = cdc.topic_of(k.table)
+        if rows[k.table] == 0 or _held(conf, topic) > 0:
             continue
-        conn = postgres.connect()
-        try:
-            signal = request_snapshot(conn, None, cdc.publication, table=k.table)
-        finally:
-            conn.close()
-        context.log.warning(
-            f"{cdc.topic_of(k.table)} holds no record, {k.table.source} has {rows[k.table]:,} "
-            "rows: the connector has not snapshotted it (a table added to an existing "
-            f"connector). Requested an incremental snapshot of it (signal {signal})."
-        )
+        while _held(conf, topic) == 0 and time.monotonic() < deadline:
+            conn = postgres.connect()
+            try:
+                signal = request_snapshot(conn, None, cdc.publication, table=k.table)
+            finally:
+                conn.close()
+            context.log.warning(
+                f"{topic} holds no record, {k.table.source} has {rows[k.table]:,} rows: the "
+                "connector has not snapshotted it (a table added to an existing connector). "
+                f"Requested an incremental snapshot of it (signal {signal})."
+            )
+            wait_until = min(deadline, time.monotonic() + RESIGNAL_S)
+            while _held(conf, topic) == 0 and time.monotonic() < wait_until:
+                time.sleep(1.0)
 
 
 def _topic(
