@@ -111,7 +111,6 @@ def run_refresh(
     import psycopg2
 
     from cdc_lake.defs.keys import ORDER_ITEMS_KEY, table_keys
-    from cdc_lake.defs.lake.jobs import refresh_jobs
     from cdc_lake.instance import configured_home, dagster_env
     from cdc_lake.resources.local import local_resources
     from cdc_lake.streaming.topics import wait_for_consumer
@@ -147,8 +146,9 @@ def run_refresh(
     instance = dg.DagsterInstance.get()
     status = 0
     for table in tables:
-        job = definitions.resolve_job_def(refresh_jobs[table].name)
-        shown = (table_keys(table).hudi, ORDER_ITEMS_KEY)
+        keys = table_keys(table)
+        job = definitions.resolve_job_def(keys.refresh_job)
+        shown = (keys.hudi, ORDER_ITEMS_KEY)
         status = max(status, _run_job(job, instance, shown, f"{home}", t0))
     return status
 

@@ -85,10 +85,6 @@ class LakeResource(dg.ConfigurableResource):
     def order_items_path(self) -> str:
         return self.uri(self.order_items_prefix)
 
-    @property
-    def quarantine_path(self) -> str:
-        return self.uri(self.quarantine_prefix)
-
     def table_config(self, table: CapturedTable = OUTBOX) -> HudiTableConfig:
         """How the Hudi table of ``table`` is written. The outbox's partitioning is a setting
         (``partition_field``); every other table's is its declaration's."""

@@ -51,7 +51,6 @@ def refresh_job(k: TableKeys) -> UnresolvedAssetJobDefinition:
 
 
 captured_refresh_jobs = {k.table: refresh_job(k) for k in KEYS if k.table != OUTBOX}
-refresh_jobs = {OUTBOX: lake_refresh_job, **captured_refresh_jobs}
 
 lake_full_check_job = dg.define_asset_job(
     "lake_full_check",
