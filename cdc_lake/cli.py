@@ -382,7 +382,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     refresh.set_defaults(func=cmd_refresh)
     ui = sub.add_parser(
-        "ui", help="the Dagster UI (dg dev) on the stack's instance, with its settings"
+        "ui",
+        help="the Dagster UI and daemon on the stack's instance, behind a token (the URL it "
+        "prints carries it)",
     )
     ui.add_argument("--port", type=_number(int, 1, 65535, "--port"), default=3000)
     ui.set_defaults(func=cmd_ui)

@@ -1,12 +1,13 @@
 """``cdc-lake demo``: the README's main command, the whole pipeline on the local stack.
 
 1. install what is missing and bring the stack up;
-2. materialise every asset (sample data loaded on the way) with their checks;
+2. run ``cdc_pipeline``, every asset (sample data loaded on the way) with its checks, tagged as
+   the demo's;
 3. apply a few changes with the workload and wait for the S3 sink to flush them; then run the
    Dagster daemon with ``raw_cdc_files_sensor`` turned on until the one ``lake_refresh`` run
    it requests has ended, and turn the sensor off again (``cdc_lake/instance.py``). The sensor's
    ticks, its cursor and the run (tagged with the sensor's name) are the instance's;
-4. print a summary, and the ``dg dev`` command that opens the Dagster UI on the same instance.
+4. print a summary, and the ``cdc-lake ui`` command that opens the Dagster UI on the same instance.
 
 Runs are recorded in the Dagster instance at ``<state>/dagster_home``, so the UI shows them.
 """
@@ -39,7 +40,9 @@ def run_demo(settings: StackSettings, changes: int = 25) -> int:
 
     from cdc_lake.definitions import defs as load_defs
     from cdc_lake.defs.lake.sensors import raw_cdc_files_sensor
+    from cdc_lake.defs.pipeline import cdc_pipeline_job
     from cdc_lake.instance import (
+        TRIGGER_TAG,
         check_evaluations,
         dagster_env,
         default_home,
@@ -58,12 +61,10 @@ def run_demo(settings: StackSettings, changes: int = 25) -> int:
     instance = dg.DagsterInstance.get()
     definitions = load_defs() if callable(load_defs) else load_defs
     resources = local_resources(settings)
-    assets = [a for a in definitions.assets or [] if isinstance(a, dg.AssetsDefinition)]
-    checks = list(definitions.asset_checks or [])
 
-    print("[demo] materialising every asset with its checks", flush=True)
-    first = dg.materialize(
-        [*assets, *checks], resources=resources, instance=instance, run_config=QUIET
+    print(f"[demo] materialising every asset with its checks ({cdc_pipeline_job.name})", flush=True)
+    first = definitions.resolve_job_def(cdc_pipeline_job.name).execute_in_process(
+        instance=instance, run_config=QUIET, tags={TRIGGER_TAG: "cdc-lake demo"}
     )
     if not first.success:
         return 1
@@ -98,7 +99,7 @@ def run_demo(settings: StackSettings, changes: int = 25) -> int:
     )
     if run.status != dg.DagsterRunStatus.SUCCESS:
         print(
-            f"[demo] the lake refresh failed: open the UI ({ui_command_line(settings, home)})",
+            f"[demo] the lake refresh failed: open the UI ({ui_command_line(settings)})",
             file=sys.stderr,
         )
         return 1
@@ -126,25 +127,23 @@ def run_demo(settings: StackSettings, changes: int = 25) -> int:
     print(f"  took {time.monotonic() - t0:.0f}s")
     print()
     print("Open the Dagster UI on the same instance:")
-    print(f"  {ui_command_line(settings, home)}")
-    print("  then http://127.0.0.1:3000 (turn raw_cdc_files_sensor on under Automation)")
+    print(f"  {ui_command_line(settings)}")
+    print("  then open the URL it prints (turn raw_cdc_files_sensor on under Automation)")
     print("Make more changes: .venv/bin/cdc-lake workload --changes 20")
     print("Catch up by hand:  .venv/bin/cdc-lake refresh")
     print("Stop the stack:    .venv/bin/cdc-lake stack down")
     return 0
 
 
-def ui_command_line(settings: StackSettings, home: Path) -> str:
-    """How to open the UI on the demo's instance. For the checkout's own stack, ``dg dev``:
-    the checkout is a dg project (``[tool.dg]``), ``DAGSTER_HOME`` picks the instance and the
-    ``.env`` that ``stack up`` writes holds the secrets. A stack elsewhere has no ``.env``:
-    ``cdc-lake ui`` starts ``dg dev`` with the stack's settings in its environment."""
+def ui_command_line(settings: StackSettings) -> str:
+    """How to open the UI on the demo's instance: ``cdc-lake ui``, which serves it behind the
+    stack's token with the stack's settings in its environment, on ``<state>/dagster_home``."""
     root = project_root()
     cd = "" if Path.cwd().resolve() == root else f"cd {shlex.quote(str(root))} && "
     if settings.state_dir.resolve() != (root / ".cdc-lake").resolve():
         state = shlex.quote(str(settings.state_dir))
         return f"{cd}.venv/bin/cdc-lake --state-dir {state} ui"
-    return f"{cd}DAGSTER_HOME={shlex.quote(str(home))} .venv/bin/dg dev"
+    return f"{cd}.venv/bin/cdc-lake ui"
 
 
 def _print_checks(evaluations) -> None:

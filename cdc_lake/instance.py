@@ -9,9 +9,13 @@
   the child's environment, never into its arguments; Dagster's logs name variables, not values.
   Children start in the home directory, so a ``.env`` of another stack (the checkout's) is not
   loaded over it.
-- ``DagsterProcess`` starts ``dagster-daemon`` or ``dagster-webserver`` detached with that
+- ``DagsterProcess`` starts the daemon, the webserver (behind the stack's UI token,
+  ``cdc_lake/webserver.py``) or a code server (on a Unix socket) detached with that
   environment, its output in ``<state>/logs/<name>.log`` (0600), its pid in ``<state>/run/``,
-  and stops it (and its code servers) by that pid.
+  and stops it (and its code servers) by that pid. No Dagster process but the webserver has a
+  TCP port, and the webserver answers only to the token.
+- ``serve_ui`` (``cdc-lake ui``) runs the daemon and the webserver until Ctrl-C, and prints the
+  URL that carries the token.
 - ``refresh_through_sensor`` turns ``raw_cdc_files_sensor`` on with the daemon running, waits
   for the one ``lake_refresh`` run it requests to end, and turns the sensor off again (its
   default). The ticks, the cursor and the run are the instance's, so the UI shows them.
@@ -28,13 +32,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from cdc_lake.stack.process import PidFile, pid_alive, spawn, tail, terminate
+from cdc_lake.stack.process import PidFile, pid_alive, port_in_use, spawn, tail, terminate
 from cdc_lake.stack.settings import StackSettings, local_secret_env, project_root
 
 if TYPE_CHECKING:
     import dagster as dg
 
 LOCATION = "cdc_lake"  # [tool.dg.project] code_location_name: the location dg dev loads
+TRIGGER_TAG = "cdc_lake/trigger"  # on the runs a cdc-lake command starts: which one
 DAEMON_LOOP_S = 2.0
 
 
@@ -50,9 +55,9 @@ def configured_home(settings: StackSettings) -> Path:
     return prepare_home(default_home(settings))
 
 
-def prepare_home(home: Path, grpc_port: int | None = None, workspace: bool = True) -> Path:
+def prepare_home(home: Path, grpc_socket: Path | None = None, workspace: bool = True) -> Path:
     """The instance directory with its ``dagster.yaml`` and ``workspace.yaml``; idempotent.
-    With ``grpc_port``, the workspace uses the code server there (``code_server``) instead of
+    With ``grpc_socket``, the workspace uses the code server there (``code_server``) instead of
     each Dagster process spawning its own; without ``workspace``, none is written."""
     home.mkdir(mode=0o700, parents=True, exist_ok=True)
     if not (home / "dagster.yaml").exists():
@@ -61,8 +66,8 @@ def prepare_home(home: Path, grpc_port: int | None = None, workspace: bool = Tru
         _create_storage(home)
         return home
     workspace_file = home / "workspace.yaml"
-    if grpc_port is not None:
-        location = f"  - grpc_server:\n      host: 127.0.0.1\n      port: {grpc_port}\n"
+    if grpc_socket is not None:
+        location = f"  - grpc_server:\n      socket: {grpc_socket}\n"
     elif workspace_file.exists() and "grpc_server" in workspace_file.read_text():
         return home  # keep the code server a caller set up
     else:
@@ -108,12 +113,13 @@ def _bin(name: str) -> str:
 
 @dataclass
 class DagsterProcess:
-    """``dagster-daemon`` or ``dagster-webserver`` on the stack's instance."""
+    """A Dagster process on the stack's instance: ``argv`` and then ``-w <workspace>``."""
 
     settings: StackSettings
     home: Path
-    name: str  # "dagster-daemon" or "dagster-webserver"
-    args: tuple[str, ...] = ()
+    name: str  # its log and pid file: "dagster-daemon", "dagster-webserver", "dagster-code"
+    argv: tuple[str, ...]
+    workspace: Path | None = None  # None: the instance's own workspace.yaml
 
     @property
     def log(self) -> Path:
@@ -126,12 +132,10 @@ class DagsterProcess:
     def start(self) -> int:
         if (pid := self.pidfile.read()) is not None:
             return pid
-        workspace = str(prepare_home(self.home) / "workspace.yaml")
-        argv = [_bin(self.name), *self.args]
-        if self.name == "dagster-daemon":
-            argv[1:1] = ["run"]
-        if self.name != "dagster":
-            argv += ["-w", workspace]
+        workspace = self.workspace or prepare_home(self.home) / "workspace.yaml"
+        argv = [*self.argv]
+        if self.name != "dagster-code":
+            argv += ["-w", str(workspace)]
         return spawn(
             argv, self.log, self.pidfile, env=dagster_env(self.settings, self.home), cwd=self.home
         )
@@ -146,32 +150,48 @@ class DagsterProcess:
         return RuntimeError(f"{what}; {self.name}'s log {self.log} ends with:\n{tail(self.log)}")
 
 
-def daemon(settings: StackSettings, home: Path) -> DagsterProcess:
-    return DagsterProcess(settings, home, "dagster-daemon", ("--log-level", "warning"))
+def daemon(settings: StackSettings, home: Path, workspace: Path | None = None) -> DagsterProcess:
+    argv = (_bin("dagster-daemon"), "run", "--log-level", "warning")
+    return DagsterProcess(settings, home, "dagster-daemon", argv, workspace)
 
 
-def webserver(settings: StackSettings, home: Path, port: int) -> DagsterProcess:
-    args = ("-h", "127.0.0.1", "-p", str(port), "--log-level", "warning")
-    return DagsterProcess(settings, home, "dagster-webserver", args)
+def ui_token_path(settings: StackSettings) -> Path:
+    return settings.conf_dir / "ui.token"
 
 
-def code_server(settings: StackSettings, home: Path, port: int) -> DagsterProcess:
-    """``dagster code-server start`` for ``cdc_lake.definitions``: one long-lived code server
-    for the webserver and the daemon (theirs would stop when a heartbeat comes late on a
-    loaded machine). Runs start from it, with its environment."""
-    args = ("code-server", "start", "-m", "cdc_lake.definitions", "--location-name", LOCATION,
-            "-h", "127.0.0.1", "-p", str(port), "-d", str(project_root()),
+def webserver(
+    settings: StackSettings, home: Path, port: int, workspace: Path | None = None
+) -> DagsterProcess:
+    """The Dagster UI on 127.0.0.1:``port`` behind the stack's UI token
+    (``cdc_lake/webserver.py``)."""
+    argv = (sys.executable, "-m", "cdc_lake.webserver", "--host", "127.0.0.1",
+            "--port", str(port), "--token-file", str(ui_token_path(settings)))  # fmt: skip
+    return DagsterProcess(settings, home, "dagster-webserver", argv, workspace)
+
+
+def code_server(settings: StackSettings, home: Path, socket: Path) -> DagsterProcess:
+    """``dagster code-server start`` for ``cdc_lake.definitions`` on a Unix socket (in a 0700
+    directory: no other user can call it): one long-lived code server for the webserver and
+    the daemon (theirs would stop when a heartbeat comes late on a loaded machine). Runs start
+    from it, with its environment."""
+    argv = (_bin("dagster"), "code-server", "start", "-m", "cdc_lake.definitions",
+            "--location-name", LOCATION, "--socket", str(socket), "-d", str(project_root()),
             "--log-level", "warning")  # fmt: skip
-    return DagsterProcess(settings, home, "dagster", args)
+    return DagsterProcess(settings, home, "dagster-code", argv)
 
 
-def wait_for_webserver(proc: DagsterProcess, port: int, timeout_s: float = 180.0) -> str:
-    """The UI's URL once it answers ``/server_info``."""
+def wait_for_webserver(
+    proc: DagsterProcess, port: int, token: str, timeout_s: float = 180.0
+) -> str:
+    """The UI's URL once it answers ``/server_info`` to the token."""
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + timeout_s
+    request = urllib.request.Request(
+        f"{url}/server_info", headers={"Authorization": f"Bearer {token}"}
+    )
     while time.monotonic() < deadline:
         try:
-            with urllib.request.urlopen(f"{url}/server_info", timeout=5) as r:
+            with urllib.request.urlopen(request, timeout=5) as r:
                 if r.status == 200:
                     return url
         except OSError:
@@ -284,19 +304,43 @@ def materializations(instance: dg.DagsterInstance, run_id: str) -> dict:
     return out
 
 
-def ui_command(settings: StackSettings, port: int = 3000) -> tuple[list[str], dict[str, str]]:
-    """``dg dev`` on the stack's instance, and the environment it needs: the resources'
-    secrets and the stack's settings go into its environment, so the UI's runs reach a stack
-    in any state directory without a hand-exported variable or a ``.env``."""
-    home = prepare_home(default_home(settings))
-    argv = [_bin("dg"), "dev", "--host", "127.0.0.1", "--port", str(port)]
-    return argv, os.environ | dagster_env(settings, home)
+def ui_url(settings: StackSettings, port: int) -> str:
+    """The URL that opens the UI: it carries the stack's UI token (made on first use)."""
+    from cdc_lake.webserver import TOKEN_PARAM, ensure_token
+
+    return f"http://127.0.0.1:{port}/?{TOKEN_PARAM}={ensure_token(ui_token_path(settings))}"
 
 
 def serve_ui(settings: StackSettings, port: int = 3000) -> int:
-    """``cdc-lake ui``: replace this process with ``dg dev`` (from the project root, where
-    ``[tool.dg]`` makes the checkout a dg project). Stops with Ctrl-C, like ``dg dev``."""
-    argv, env = ui_command(settings, port)
-    print(f"[ui] http://127.0.0.1:{port} on the instance {env['DAGSTER_HOME']}", flush=True)
-    os.chdir(project_root())
-    os.execve(argv[0], argv, env)
+    """``cdc-lake ui``: the daemon and the token-gated webserver on the stack's instance, until
+    Ctrl-C or SIGTERM; then both stop. Prints the URL with the token (only here: never in a log
+    or an argument)."""
+    import signal
+
+    from cdc_lake.webserver import ensure_token
+
+    if port_in_use("127.0.0.1", port):
+        print(f"[ui] port {port} is in use: pass another with --port", file=sys.stderr)
+        return 2
+    home = prepare_home(default_home(settings))
+    token = ensure_token(ui_token_path(settings))
+    web, bg = webserver(settings, home, port), daemon(settings, home)
+    stopping: list[int] = []
+    signal.signal(signal.SIGTERM, lambda signum, _frame: stopping.append(signum))
+    web.start()
+    bg.start()
+    try:
+        wait_for_webserver(web, port, token, timeout_s=300)
+        print(f"[ui] the Dagster UI on the instance {home}; open (the link carries its token):")
+        print(f"[ui]   {ui_url(settings, port)}", flush=True)
+        while not stopping and web.alive() and bg.alive():
+            time.sleep(1.0)
+        if not stopping:
+            failed = web if not web.alive() else bg
+            raise failed.failure(f"{failed.name} exited")
+        return 0
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        bg.stop()
+        web.stop()

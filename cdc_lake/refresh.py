@@ -31,10 +31,10 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from cdc_lake.instance import TRIGGER_TAG
 from cdc_lake.source.captured import TABLES, CapturedTable
 from cdc_lake.stack.settings import StackSettings
 
-TRIGGER_TAG = "cdc_lake/trigger"
 # The figures printed per asset, by the start of their metadata key (units may follow).
 HUDI_FIGURES = (
     "files_read",

@@ -83,6 +83,12 @@ def test_definitions_hold_the_pipeline():
     assert full.job_name == "lake_full_check"
     assert full.default_status == dg.DefaultScheduleStatus.STOPPED
     assert set(loaded.resources or {}) >= {"postgres", "kafka", "kafka_connect", "s3", "spark_jobs"}
+    # The whole pipeline as one named job (the demo's first run): every executable asset and
+    # every check.
+    pipeline = loaded.resolve_job_def("cdc_pipeline")
+    executable = {k for k in graph.get_all_asset_keys() if graph.get(k).is_executable}
+    assert pipeline.asset_layer.executable_asset_keys == executable
+    assert pipeline.asset_layer.asset_graph.asset_check_keys == repo.asset_graph.asset_check_keys
 
 
 def test_runs_share_one_process_and_spark_session():

@@ -67,12 +67,14 @@ class SparkOutcome:
         self,
         context: dg.AssetExecutionContext,
         data_version: dg.DataVersion | None = None,
+        lead: dict[str, Any] | None = None,
         **extra: Any,
     ) -> dg.MaterializeResult:
-        """The result, with the check results of the checks selected in this run only."""
+        """The result, with the check results of the checks selected in this run only. The UI
+        lists metadata in order: ``lead`` first, then the app's, then ``extra``."""
         selected = {key.name for key in context.selected_asset_check_keys}
         return dg.MaterializeResult(
-            metadata={**self.metadata, **extra},
+            metadata={**(lead or {}), **self.metadata, **extra},
             check_results=[c for c in self.checks if c.check_name in selected],
             data_version=data_version,
         )

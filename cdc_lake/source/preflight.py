@@ -93,6 +93,15 @@ class SlotLag:
     wal_status: str | None
     restart_lag_bytes: int | None  # WAL the server must keep for this slot
     flush_lag_bytes: int | None  # WAL the consumer has not acknowledged yet
+    # max_slot_wal_keep_size in bytes (None: -1, no cap), and what the slot may still fall
+    # behind before it is invalidated (None without a cap, or once lost).
+    wal_keep_bytes: int | None = None
+    safe_wal_bytes: int | None = None
+
+    @property
+    def lost(self) -> bool:
+        """Invalidated: the WAL it needed is gone, so its consumer can never resume from it."""
+        return self.wal_status == "lost" or self.restart_lag_bytes is None
 
 
 def slot_lag(conn: PgConnection, slot: str) -> SlotLag | None:
@@ -100,7 +109,8 @@ def slot_lag(conn: PgConnection, slot: str) -> SlotLag | None:
     with conn.cursor() as cur:
         cur.execute(
             "SELECT active, wal_status, (pg_current_wal_lsn() - restart_lsn)::bigint,"
-            " (pg_current_wal_lsn() - confirmed_flush_lsn)::bigint"
+            " (pg_current_wal_lsn() - confirmed_flush_lsn)::bigint,"
+            " pg_size_bytes(current_setting('max_slot_wal_keep_size')), safe_wal_size"
             " FROM pg_replication_slots WHERE slot_name = %s",
             (slot,),
         )
@@ -108,5 +118,7 @@ def slot_lag(conn: PgConnection, slot: str) -> SlotLag | None:
     conn.commit()
     if row is None:
         return None
-    active, wal_status, restart, flush = row
-    return SlotLag(slot, bool(active), wal_status, restart, flush)
+    active, wal_status, restart, flush, keep, safe = row
+    return SlotLag(
+        slot, bool(active), wal_status, restart, flush, keep if keep >= 0 else None, safe
+    )

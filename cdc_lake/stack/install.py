@@ -7,7 +7,8 @@
   does not need it.
 - Every jar comes from Maven Central through the poms in ``cdc_lake/stack/maven`` (versions are
   written down there, once), copied into one directory per classpath under the jars directory.
-  Our own S3 sink connector (``connectors/s3-sink``) is compiled by the same Maven run.
+  Our own S3 sink connector (``connectors/s3-sink``) and Connect REST guard
+  (``connectors/rest-guard``) are compiled by the same Maven run.
 
 A second install with unchanged poms and sources does nothing: a stamp of their content is kept
 beside the jars.
@@ -98,7 +99,7 @@ def _digest_of(roots: list[Path], skip: tuple[str, ...] = ()) -> str:
 
 def _sources_digest() -> str:
     # The optional modules are not the default install's sources.
-    roots = [maven_dir(), project_root() / "connectors" / "s3-sink"]
+    roots = [maven_dir(), *(project_root() / "connectors" / m for m in ("s3-sink", "rest-guard"))]
     return _digest_of(roots, skip=tuple(OPTIONAL))
 
 

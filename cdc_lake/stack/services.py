@@ -20,6 +20,7 @@ from pathlib import Path
 from cdc_lake.stack import lake_server
 from cdc_lake.stack.process import StackError, open_private_log, port_in_use, write_private
 from cdc_lake.stack.settings import StackSettings
+from cdc_lake.streaming.connect_config import DEBEZIUM_TEMPLATE, connector_class
 
 LOG4J2_PROPERTIES = """\
 status = warn
@@ -270,6 +271,7 @@ class Postgres(Service):
             "wal_level = logical\n"
             "max_wal_senders = 10\n"
             "max_replication_slots = 10\n"
+            f"max_slot_wal_keep_size = {self.s.slot_wal_keep_mb}MB\n"
             "shared_buffers = 128MB\n"
             "logging_collector = off\n"
         )
@@ -589,9 +591,12 @@ class KafkaConnect(JavaService):
     ``${env:NAME}`` in a connector config resolves only for ``PROVIDER_ENV``, the variables the
     connectors need (``allowlist.pattern`` of ``EnvVarConfigProvider``); any other reference
     stays unresolved, so no caller can make the worker echo another variable (the validate
-    endpoint puts resolved values in error messages). The S3 sink reads its keys from the AWS
-    SDK's default chain (``AWS_ACCESS_KEY_ID`` and ``AWS_SECRET_ACCESS_KEY`` in the worker's
-    environment), as on MSK Connect, so they are not resolvable through the provider.
+    endpoint puts resolved values in error messages). ``GUARD`` (``connectors/rest-guard``)
+    lets that one reference into Debezium's ``database.password`` only, with the connector
+    pointed at this stack's PostgreSQL; any other reference, anywhere, gets 400. The S3 sink
+    reads its keys from the AWS SDK's default chain (``AWS_ACCESS_KEY_ID`` and
+    ``AWS_SECRET_ACCESS_KEY`` in the worker's environment), as on MSK Connect, so they are not
+    resolvable through the provider.
     """
 
     name = "connect"
@@ -601,6 +606,7 @@ class KafkaConnect(JavaService):
     heap = "1g"
     # The only variables ${env:...} resolves: the Debezium connector's replication password.
     PROVIDER_ENV = ("CDC_LAKE_REPLICATION_PASSWORD",)
+    GUARD = "io.cdclake.connect.rest.SecretReferenceGuard"
 
     @property
     def conf(self) -> Path:
@@ -635,7 +641,16 @@ class KafkaConnect(JavaService):
             f"rest.advertised.host.name={self.s.host}\n"
             f"rest.advertised.port={self.s.port('connect')}\n"
             "rest.extension.classes="
-            "org.apache.kafka.connect.rest.basic.auth.extension.BasicAuthSecurityRestExtension\n"
+            "org.apache.kafka.connect.rest.basic.auth.extension.BasicAuthSecurityRestExtension,"
+            f"{self.GUARD}\n"
+            # The one config provider reference a connector config may hold, where, and the
+            # database it must then point at (connectors/rest-guard).
+            "cdclake.guard.secret.provider=env\n"
+            f"cdclake.guard.secret.variable={self.PROVIDER_ENV[0]}\n"
+            "cdclake.guard.secret.key=database.password\n"
+            f"cdclake.guard.connector.class={connector_class(DEBEZIUM_TEMPLATE)}\n"
+            f"cdclake.guard.pinned.database.hostname={self.s.host}\n"
+            f"cdclake.guard.pinned.database.port={self.s.port('postgres')}\n"
             f"plugin.path={self.s.plugin_path}\n"
             "key.converter=org.apache.kafka.connect.json.JsonConverter\n"
             "value.converter=org.apache.kafka.connect.json.JsonConverter\n"

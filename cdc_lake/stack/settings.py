@@ -96,6 +96,9 @@ class StackSettings:
     raw_bucket: str = "cdc-raw"
     lake_bucket: str = "cdc-lake"
     region: str = "us-east-1"
+    # PostgreSQL's max_slot_wal_keep_size: a slot that falls further behind is invalidated
+    # (its connector must re-snapshot) rather than holding WAL until the disk fills.
+    slot_wal_keep_mb: int = 4096
     start_timeout_s: float = 120.0
     _credentials: list[Credentials] = field(default_factory=list, compare=False, repr=False)
 

@@ -61,6 +61,15 @@ def connector_names(topic_prefix: str) -> tuple[str, str]:
     return f"{topic_prefix}-debezium-source", f"{topic_prefix}-s3-sink"
 
 
+def connector_class(template: str) -> str:
+    """The ``connector.class`` a template names (fixed: never a placeholder)."""
+    path = connectors_dir() / template
+    try:
+        return str(json.loads(path.read_text())["connector.class"])
+    except (OSError, json.JSONDecodeError, KeyError) as e:
+        raise ConnectorConfigError(f"connector template {path}: no connector.class ({e})") from e
+
+
 def render_connector_config(template: str | Path, values: Mapping[str, object]) -> dict[str, str]:
     path = Path(template)
     if not path.is_absolute():

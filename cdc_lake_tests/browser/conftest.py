@@ -1,8 +1,10 @@
 """The Dagster UI on the session stack, driven by Playwright in Debian's Chromium.
 
-``dagster-webserver`` and ``dagster-daemon`` run on a fresh instance under the module's tmp dir,
-sharing one code server (``cdc_lake/instance.py``: the stack's settings reach them through
-their environment), after
+The webserver (behind the stack's UI token, ``cdc_lake/webserver.py``) and ``dagster-daemon``
+run on a fresh instance under the module's tmp dir, sharing one code server on a Unix socket
+(``cdc_lake/instance.py``: the stack's settings reach them through their environment). The
+browser holds the token's cookie, as after opening the URL ``cdc-lake ui`` prints. They run
+after
 the sample data went through outbox, Debezium, Kafka and the S3 sink (``ingested``). Chromium
 is the one ``cdc-lake stack install`` installs (``chromium_path``); Playwright never downloads
 a browser here. Screenshots go under the module's tmp dir; a failing step adds its screenshot's
@@ -21,10 +23,17 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from cdc_lake.instance import code_server, daemon, prepare_home, wait_for_webserver, webserver
+from cdc_lake.instance import (
+    code_server,
+    daemon,
+    prepare_home,
+    ui_token_path,
+    wait_for_webserver,
+    webserver,
+)
 from cdc_lake.stack import LocalStack
 from cdc_lake.stack.install import chromium_path
-from cdc_lake.stack.process import port_in_use
+from cdc_lake.webserver import cookie_name, ensure_token
 
 CHROMIUM_FLAGS = [
     "--no-sandbox",
@@ -46,6 +55,8 @@ SKIP_DIALOG_JS = """() => {
 @dataclass
 class Ui:
     url: str
+    port: int
+    token: str
     instance: dg.DagsterInstance
     shots_dir: Path
     shots: list[Path] = field(default_factory=list)
@@ -72,6 +83,15 @@ class Ui:
         self.shot(page, name)
 
 
+def _accepts(path: Path) -> bool:
+    with socket.socket(socket.AF_UNIX) as s:
+        try:
+            s.connect(str(path))
+        except OSError:
+            return False
+        return True
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -81,22 +101,26 @@ def _free_port() -> int:
 @pytest.fixture(scope="module")
 def ui(local_stack: LocalStack, ingested, tmp_path_factory) -> Iterator[Ui]:
     settings = local_stack.settings
-    grpc_port, port = _free_port(), _free_port()
-    home = prepare_home(tmp_path_factory.mktemp("dagster_home"), grpc_port=grpc_port)
-    code = code_server(settings, home, grpc_port)
+    port = _free_port()
+    home = tmp_path_factory.mktemp("dagster_home")
+    home.chmod(0o700)
+    socket_path = home / "code.sock"
+    prepare_home(home, grpc_socket=socket_path)
+    code = code_server(settings, home, socket_path)
     web, bg = webserver(settings, home, port), daemon(settings, home)
+    token = ensure_token(ui_token_path(settings))
     code.start()
     try:
         deadline = time.monotonic() + 300
-        while not port_in_use("127.0.0.1", grpc_port):
+        while not _accepts(socket_path):
             assert code.alive() and time.monotonic() < deadline, code.failure("no code server")
             time.sleep(1)
         web.start()
         bg.start()
-        url = wait_for_webserver(web, port)
+        url = wait_for_webserver(web, port, token)
         shots = tmp_path_factory.mktemp("screenshots")
         print(f"\nDagster UI at {url}, screenshots in {shots}")
-        yield Ui(url, dg.DagsterInstance.from_config(str(home)), shots)
+        yield Ui(url, port, token, dg.DagsterInstance.from_config(str(home)), shots)
     finally:
         bg.stop()
         web.stop()
@@ -127,7 +151,10 @@ def browser_context(tmp_path_factory):
 
 
 @pytest.fixture
-def page(browser_context):
+def page(browser_context, ui: Ui):
+    # The cookie the gate sets when the URL with the token is opened (test_webserver.py).
+    cookie = {"name": cookie_name(ui.port), "value": ui.token, "url": ui.url}
+    browser_context.add_cookies([cookie])
     page = browser_context.new_page()
     # A fresh profile gets Dagster's community dialog over the page: dismiss it when it shows.
     page.add_locator_handler(page.get_by_role("button", name="Skip"), lambda b: b.click())

@@ -7,9 +7,11 @@
    ``lake_refresh`` job's page, whose graph is those two assets) runs and succeeds;
 3. after a workload, turning ``raw_cdc_files_sensor`` on in the UI makes exactly one
    ``lake_refresh`` run, which succeeds, and the next tick requests nothing more;
-4. the order items page has the chart as its first metadata entry, and it renders as an image.
-   Dagster 1.13 shows Markdown metadata behind "[Show Markdown]" in the table, so the image
-   shows after that click, not on the page itself (issue 12 asks for it on the page).
+4. the order items page has the chart as its first metadata entry, rendered on the page without
+   a click (text bars of the top customers, short enough for the UI to show inline); the PNG
+   chart is the next entry, behind "[Show Markdown]";
+5. the Hudi table's page shows the commit time, as a date, as its first metadata entry, and its
+   freshness policy's state.
 
 Asset names come from the definitions' keys, never written here. The tests run in this order
 (2 gives the order items their chart; 3 starts from the lake 2 left). About 4-6 minutes on an
@@ -237,17 +239,47 @@ def _wait_for_tick_after(ui: Ui, sensor: str, after: float) -> list:
     raise AssertionError(f"no tick of {sensor} after the run within 120s")
 
 
-def test_chart_renders_on_the_order_items_page(ui: Ui, page):
+def test_the_chart_shows_on_the_order_items_page_without_a_click(ui: Ui, page):
+    items = materializations(ui.instance, _last_run_of(ui, ORDER_ITEMS_KEY))[ORDER_ITEMS_KEY]
+    top = items.metadata["top_customers"].value.records[0].data["customer"]  # type: ignore[union-attr]
     with ui.step(page, "order-items-page"):
         _open(ui, page, _asset_url(ui, ORDER_ITEMS_KEY, "overview"))
-        first_key = page.locator("table tbody tr td").first
-        first_key.wait_for()
-        assert first_key.inner_text().strip() == "chart"
-    with ui.step(page, "order-items-chart"):
-        page.locator("table tbody tr").first.get_by_text("[Show Markdown]").click()
+        first = page.locator("table tbody tr").first
+        first.locator("td").first.wait_for()
+        assert first.locator("td").first.inner_text().strip() == "chart"
+        # The bars render in the row itself: a table naming the top customer, no click.
+        assert "[Show Markdown]" not in first.inner_text()
+        first.locator("table").first.get_by_text(top, exact=True).wait_for(state="visible")
+        assert "█" in first.inner_text()
+    with ui.step(page, "order-items-chart-png"):
+        row = page.locator("table tbody tr", has=page.locator("td", has_text="chart_png")).first
+        row.get_by_text("[Show Markdown]").click()
         chart = page.locator("img[src^='data:image/png']").first
         chart.wait_for(state="visible")
         chart.scroll_into_view_if_needed()
         box = chart.bounding_box()
     assert box is not None and box["width"] > 100 and box["height"] > 100, box
     assert chart.evaluate("img => img.complete && img.naturalWidth > 0")
+
+
+def test_the_hudi_page_shows_the_commit_time_first_and_its_freshness(ui: Ui, page):
+    with ui.step(page, "hudi-page"):
+        _open(ui, page, _asset_url(ui, HUDI_KEY, "overview"))
+        # The metadata table (the columns' table comes before it on this page).
+        rows = page.locator("table", has=page.locator("td", has_text="commit_instant"))
+        first = rows.first.locator("tbody tr").first
+        first.locator("td").first.wait_for()
+        first.scroll_into_view_if_needed()
+        assert first.locator("td").first.inner_text().strip() == "commit_time"
+        shown = first.locator("td").last.inner_text().strip()
+        # Freshness is on the asset's page (the catalog's list shows only the status).
+        page.get_by_text("Freshness policy", exact=True).first.wait_for()
+        page.get_by_text("Passing", exact=True).first.wait_for()
+    # A date as people read it, not the raw instant (20261126115208658).
+    assert re.search(r"[A-Z][a-z]{2}", shown) and not re.fullmatch(r"\d{17}", shown), shown
+
+
+def _last_run_of(ui: Ui, key: dg.AssetKey) -> str:
+    event = ui.instance.get_latest_materialization_event(key)
+    assert event is not None and event.run_id, f"{key} was never materialized"
+    return event.run_id

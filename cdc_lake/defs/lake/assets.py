@@ -163,9 +163,10 @@ def hudi_table_asset(k: TableKeys) -> dg.AssetsDefinition:
                 f"no new raw lines since the checkpoint: nothing committed ({instant})"
             )
         version = dg.DataVersion(instant) if instant != "none" else None
-        extra = {}
+        extra, lead = {}, {}
         if (when := instant_time(instant)) is not None:
-            extra["commit_time"] = dg.MetadataValue.timestamp(when)
+            # First on the asset's page: when the lake last changed, readable.
+            lead["commit_time"] = dg.MetadataValue.timestamp(when)
         if (schema_meta := outcome.metadata.get("lake_schema")) is not None:
             schema = LakeSchema.from_json(schema_meta.value)
             extra |= schema_metadata(schema)
@@ -180,7 +181,7 @@ def hudi_table_asset(k: TableKeys) -> dg.AssetsDefinition:
                 context.log.warning(
                     f"columns dropped at the source, kept in the lake: {', '.join(schema.dropped)}"
                 )
-        return outcome.materialize_result(context, data_version=version, **extra)
+        return outcome.materialize_result(context, data_version=version, lead=lead, **extra)
 
     return _hudi
 

@@ -1,0 +1,77 @@
+package io.cdclake.connect.rest;
+
+import java.util.Map;
+import java.util.TreeMap;
+
+/** Which connector config may hold the one allowed secret reference, and where it must point. */
+final class GuardRule {
+    static final String PREFIX = "cdclake.guard.";
+    static final String PINNED = PREFIX + "pinned.";
+
+    final String reference;
+    final String key;
+    final String connectorClass;
+    final Map<String, String> pinned;
+
+    GuardRule(String reference, String key, String connectorClass, Map<String, String> pinned) {
+        this.reference = reference;
+        this.key = key;
+        this.connectorClass = connectorClass;
+        this.pinned = pinned;
+    }
+
+    static GuardRule from(Map<String, ?> configs) {
+        Map<String, String> pinned = new TreeMap<>();
+        for (Map.Entry<String, ?> e : configs.entrySet()) {
+            if (e.getKey().startsWith(PINNED)) {
+                pinned.put(e.getKey().substring(PINNED.length()), String.valueOf(e.getValue()));
+            }
+        }
+        // Built here: written whole in the worker's properties, the worker would resolve it.
+        String reference = "${" + required(configs, "secret.provider") + ":"
+            + required(configs, "secret.variable") + "}";
+        return new GuardRule(
+            reference, required(configs, "secret.key"), required(configs, "connector.class"), pinned);
+    }
+
+    private static String required(Map<String, ?> configs, String name) {
+        Object value = configs.get(PREFIX + name);
+        if (value == null || String.valueOf(value).isBlank()) {
+            throw new IllegalArgumentException(
+                "worker property " + PREFIX + name + " is required by " + SecretReferenceGuard.class.getName());
+        }
+        return String.valueOf(value);
+    }
+
+    /** Null when the config is allowed, else why not (names the field; never a resolved value). */
+    String violation(Map<String, String> config, String pluginInPath) {
+        for (Map.Entry<String, String> e : config.entrySet()) {
+            String value = e.getValue();
+            if (value == null || !value.contains("${")) {
+                continue;
+            }
+            String cls = config.get("connector.class");
+            boolean allowedClass = isAllowedClass(cls) && (pluginInPath == null || isAllowedClass(pluginInPath));
+            if (!(e.getKey().equals(key) && value.equals(reference) && allowedClass)) {
+                return "config provider reference in '" + e.getKey() + "' refused: on this worker "
+                    + "only '" + key + "' of " + connectorClass + " may hold one, and only " + reference;
+            }
+            for (Map.Entry<String, String> pin : pinned.entrySet()) {
+                if (!pin.getValue().equals(config.get(pin.getKey()))) {
+                    return "'" + e.getKey() + "' holds the replication secret, so '" + pin.getKey()
+                        + "' must be " + pin.getValue() + " (the stack's database)";
+                }
+            }
+        }
+        return null;
+    }
+
+    private boolean isAllowedClass(String name) {
+        if (name == null) {
+            return false;
+        }
+        String simple = connectorClass.substring(connectorClass.lastIndexOf('.') + 1);
+        return name.equals(connectorClass) || name.equals(simple)
+            || name.equals(simple.replaceFirst("Connector$", ""));
+    }
+}
