@@ -119,7 +119,6 @@ class DagsterProcess:
     home: Path
     name: str  # its log and pid file: "dagster-daemon", "dagster-webserver", "dagster-code"
     argv: tuple[str, ...]
-    workspace: Path | None = None  # None: the instance's own workspace.yaml
 
     @property
     def log(self) -> Path:
@@ -132,7 +131,7 @@ class DagsterProcess:
     def start(self) -> int:
         if (pid := self.pidfile.read()) is not None:
             return pid
-        workspace = self.workspace or prepare_home(self.home) / "workspace.yaml"
+        workspace = prepare_home(self.home) / "workspace.yaml"
         argv = [*self.argv]
         if self.name != "dagster-code":
             argv += ["-w", str(workspace)]
@@ -150,23 +149,21 @@ class DagsterProcess:
         return RuntimeError(f"{what}; {self.name}'s log {self.log} ends with:\n{tail(self.log)}")
 
 
-def daemon(settings: StackSettings, home: Path, workspace: Path | None = None) -> DagsterProcess:
+def daemon(settings: StackSettings, home: Path) -> DagsterProcess:
     argv = (_bin("dagster-daemon"), "run", "--log-level", "warning")
-    return DagsterProcess(settings, home, "dagster-daemon", argv, workspace)
+    return DagsterProcess(settings, home, "dagster-daemon", argv)
 
 
 def ui_token_path(settings: StackSettings) -> Path:
     return settings.conf_dir / "ui.token"
 
 
-def webserver(
-    settings: StackSettings, home: Path, port: int, workspace: Path | None = None
-) -> DagsterProcess:
+def webserver(settings: StackSettings, home: Path, port: int) -> DagsterProcess:
     """The Dagster UI on 127.0.0.1:``port`` behind the stack's UI token
     (``cdc_lake/webserver.py``)."""
     argv = (sys.executable, "-m", "cdc_lake.webserver", "--host", "127.0.0.1",
             "--port", str(port), "--token-file", str(ui_token_path(settings)))  # fmt: skip
-    return DagsterProcess(settings, home, "dagster-webserver", argv, workspace)
+    return DagsterProcess(settings, home, "dagster-webserver", argv)
 
 
 def code_server(settings: StackSettings, home: Path, socket: Path) -> DagsterProcess:
@@ -325,6 +322,9 @@ def serve_ui(settings: StackSettings, port: int = 3000) -> int:
     home = prepare_home(default_home(settings))
     token = ensure_token(ui_token_path(settings))
     web, bg = webserver(settings, home, port), daemon(settings, home)
+    if (pid := web.pidfile.read()) is not None:
+        print(f"[ui] this stack's UI already runs (pid {pid}): stop it first", file=sys.stderr)
+        return 2
     stopping: list[int] = []
     signal.signal(signal.SIGTERM, lambda signum, _frame: stopping.append(signum))
     web.start()

@@ -20,8 +20,9 @@ from dagster_aws.s3 import S3Resource
 from dagster_pyspark import LazyPySparkResource
 
 from cdc_lake.resources.lake import LakeResource
+from cdc_lake.resources.lake_server import LocalServerSparkLauncher
 from cdc_lake.resources.source import PostgresResource
-from cdc_lake.resources.spark import LocalServerSparkLauncher, LocalSparkLauncher, SparkLauncher
+from cdc_lake.resources.spark import LocalSparkLauncher, SparkLauncher
 from cdc_lake.resources.streaming import (
     CdcPipelineResource,
     KafkaConnectResource,
@@ -72,7 +73,6 @@ def local_pipeline(s: StackSettings, **pipeline: Any) -> CdcPipelineResource:
     return CdcPipelineResource(
         **{
             "raw_bucket": s.raw_bucket,
-            "lake_bucket": s.lake_bucket,
             "region": s.region,
             "s3_endpoint": s.s3_endpoint,
             **pipeline,

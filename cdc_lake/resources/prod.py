@@ -239,7 +239,6 @@ def prod_resources(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
             topic_prefix=src.topic_prefix,
             raw_bucket=src.raw_bucket,
             raw_prefix=src.raw_prefix,
-            lake_bucket=s.lake_bucket,
             region=s.region,
             # Resolved by the Connect worker's config provider, never by us.
             replication_password_ref=src.replication_password_ref,

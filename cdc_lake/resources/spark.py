@@ -1,14 +1,13 @@
-"""The Spark launchers: where the lake's Spark apps run. One interface, three implementations.
+"""The Spark launchers: where the lake's Spark apps run. One interface, four implementations.
 
 ``SparkLauncher.run(context, app, params)`` runs the app (``upsert`` or ``order_items``) with
 ``cdc_lake.spark_apps.run.run_app`` and returns its metadata and check results as Dagster
 objects (a "job" is a Dagster job; what runs on Spark is an app):
 
-- ``LocalServerSparkLauncher``: on the local stack's lake server (``cdc_lake/stack/
-  lake_server.py``), a long-lived process whose Spark session is already warm, one app at a
-  time. The local default (``CDC_LAKE_LOCAL_SPARK``, see ``cdc_lake/resources/local.py``). A
-  failed app raises ``dg.Failure`` naming the app, with its error and traceback; a server that
-  does not answer raises one that says to run ``cdc-lake stack up``.
+- ``LocalServerSparkLauncher`` (``cdc_lake/resources/lake_server.py``, with the local set, so
+  that the production set never loads the local stack): on the local stack's lake server, a
+  long-lived process whose Spark session is already warm, one app at a time. The local default
+  (``CDC_LAKE_LOCAL_SPARK``, see ``cdc_lake/resources/local.py``).
 - ``LocalSparkLauncher``: in the Dagster process, on the PySpark resource's session (local
   Spark with the Hudi bundle), which starts its JVM in every run process that needs it.
 - ``EmrStepLauncher``: as a step on a running EMR cluster, through ``PipesEMRStepClient``.
@@ -24,7 +23,6 @@ EMR release: the only jar named is the image's own Hudi bundle. A failed step or
 from __future__ import annotations
 
 import tempfile
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,8 +38,6 @@ from cdc_lake.aws.emr_step import PipesEMRStepClient
 from cdc_lake.lake.hudi import HUDI_CONF
 from cdc_lake.spark_apps.entry import APP_EXTRA, PARAMS_EXTRA
 from cdc_lake.spark_apps.package import build_package, upload_package
-from cdc_lake.spark_apps.report import AppReport
-from cdc_lake.stack.lake_server import LakeServerError, request
 
 # The Hudi bundle of the EMR release (EMR 7.x: Spark 3.5), on every node of the image.
 EMR_HUDI_JARS = ("/usr/lib/hudi/hudi-spark-bundle.jar",)
@@ -148,51 +144,6 @@ class LocalSparkLauncher(SparkLauncher):
 
         report = run_app(self.pyspark.spark_session, self.s3.get_client(), app, params)
         return outcome_from_report(report)
-
-
-class LocalServerSparkLauncher(SparkLauncher):
-    """The app on the local stack's lake server: its JSON parameters go over loopback, its
-    ``AppReport`` comes back (see ``cdc_lake/stack/lake_server.py``). No JVM in this process."""
-
-    host: str = "127.0.0.1"
-    port: int
-    token_file: str  # a path: the token is read when an app runs, never held in config
-    timeout_s: float | None = None  # an app takes as long as its batch; None waits for it
-
-    def run(
-        self, context: dg.AssetExecutionContext, app: str, params: dict[str, Any]
-    ) -> SparkOutcome:
-        where = f"{self.host}:{self.port}"
-        context.log.info(f"{app}: running on the lake server at {where}")
-        t0 = time.monotonic()
-        try:
-            answer = request(
-                self.host,
-                self.port,
-                self.token_file,
-                "POST",
-                "/run",
-                {"app": app, "params": params},
-                timeout_s=self.timeout_s,
-            )
-        except LakeServerError as e:
-            raise dg.Failure(
-                description=f"the {app} app could not run: {e}. Fix: start the local stack, "
-                "which starts the lake server: `cdc-lake stack up` (or run Spark in the "
-                "Dagster process: CDC_LAKE_LOCAL_SPARK=in_process)."
-            ) from e
-        took = time.monotonic() - t0
-        if not answer["ok"]:
-            context.log.error(f"{app}: failed on the lake server after {answer['seconds']:.1f}s")
-            raise dg.Failure(
-                description=f"the {app} app failed on the lake server: {answer['error']}",
-                metadata={"app": app, "traceback": dg.MetadataValue.text(answer["traceback"])},
-            )
-        context.log.info(
-            f"{app}: done in {answer['seconds']:.1f}s on the lake server ({took:.1f}s here)"
-        )
-        report = answer["report"]
-        return outcome_from_report(AppReport(report["metadata"], report["checks"]))
 
 
 class _EmrLauncher(SparkLauncher):

@@ -115,7 +115,6 @@ class CdcPipelineResource(dg.ConfigurableResource):
     publication: str = _CONNECTOR["publication"]
     raw_bucket: str
     raw_prefix: str = _CONNECTOR["raw_prefix"]
-    lake_bucket: str
     region: str = _CONNECTOR["region"]
     # A config-provider reference, resolved by the Connect worker: never the secret itself.
     replication_password_ref: str = _CONNECTOR["replication_password_ref"]

@@ -278,3 +278,21 @@ def test_the_resources_package_imports_a_resource_set_only_when_chosen():
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                          check=True).stdout  # fmt: skip
     assert out.split() == ["local", "False", "False"]
+
+
+def test_the_prod_resources_load_nothing_of_the_local_stack(monkeypatch):
+    """Building the prod set (and loading the definitions with it) imports no module of
+    ``cdc_lake.stack``: production never depends on the local servers' code."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, cdc_lake.resources as r; r.build_resources('prod'); "
+        "from cdc_lake.definitions import defs; defs(); "
+        "print(sorted(m for m in sys.modules if m.startswith('cdc_lake.stack')))"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CDC_LAKE_")}
+    env |= PROD_ENV | {"CDC_LAKE_ENV": "prod"}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split("\n")[-2] == "[]", done.stdout

@@ -27,13 +27,9 @@ from cdc_lake.defs.lake.assets import cdc_events_hudi
 from cdc_lake.defs.marts.assets import order_items
 from cdc_lake.lake.hudi import HUDI_CONF
 from cdc_lake.lake.ingest import read_table
+from cdc_lake.resources.lake_server import LocalServerSparkLauncher
 from cdc_lake.resources.local import local_resources
-from cdc_lake.resources.spark import (
-    EmrServerlessLauncher,
-    EmrStepLauncher,
-    LocalServerSparkLauncher,
-    SparkLauncher,
-)
+from cdc_lake.resources.spark import EmrServerlessLauncher, EmrStepLauncher, SparkLauncher
 from cdc_lake.stack import LocalStack
 from cdc_lake.stack.lake_server import token_path
 from cdc_lake.stack.services import LakeServer
