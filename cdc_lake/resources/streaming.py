@@ -17,7 +17,7 @@ import dagster as dg
 
 from cdc_lake.resources.source import PostgresResource
 from cdc_lake.source.captured import CapturedTable
-from cdc_lake.streaming.connect_client import ConnectClient
+from cdc_lake.streaming.connect_client import ConnectClient, Connectors
 from cdc_lake.streaming.connect_config import CdcConnectorSettings, connector_names, topic_name
 from cdc_lake.streaming.msk.client import MskConnectClient
 from cdc_lake.streaming.msk.settings import MskConnectSettings
@@ -60,11 +60,10 @@ class KafkaResource(dg.ConfigurableResource):
 
 
 class ConnectResource(dg.ConfigurableResource):
-    """Where the connectors run. ``client()`` answers ``connectors()``,
-    ``status(name) -> {"connector": {"state"}, "tasks": [{"id", "state", "trace"?}]} | None``
-    and ``deploy(name, config, timeout_s, log) -> (action, status)``."""
+    """Where the connectors run: ``client()`` is a ``Connectors``
+    (``cdc_lake/streaming/connect_client.py``), whichever implementation."""
 
-    def client(self) -> Any:
+    def client(self) -> Connectors:
         raise NotImplementedError
 
 

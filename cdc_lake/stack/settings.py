@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cdc_lake.stack.process import write_private
+from cdc_lake.streaming.connect_config import CdcConnectorSettings
 
 DEFAULT_PORT_BASE = 15400
 
@@ -95,7 +96,7 @@ class StackSettings:
     connect_user: str = "cdc_lake"  # the Connect REST API's one basic-auth user
     raw_bucket: str = "cdc-raw"
     lake_bucket: str = "cdc-lake"
-    region: str = "us-east-1"
+    region: str = CdcConnectorSettings.region  # declared once, with the connectors' settings
     # PostgreSQL's max_slot_wal_keep_size: a slot that falls further behind is invalidated
     # (its connector must re-snapshot) rather than holding WAL until the disk fills.
     slot_wal_keep_mb: int = 4096

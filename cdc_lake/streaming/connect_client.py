@@ -23,13 +23,39 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from cdc_lake.streaming.connector_health import failed_components, failure_trace
 
 
 class ConnectError(RuntimeError):
     pass
+
+
+class Connectors(Protocol):
+    """What the pipeline asks of wherever its connectors run: ``ConnectClient`` (a Kafka Connect
+    REST endpoint) and ``MskConnectClient`` (Amazon MSK Connect) both answer it, and
+    ``ConnectResource.client()`` returns one. ``status`` is Connect's status shape
+    (``{"connector": {"state"}, "tasks": [{"id", "state", "trace"?}]}``) or None when there is
+    no such connector."""
+
+    def connectors(self) -> list[str]: ...
+
+    def status(self, name: str) -> dict[str, Any] | None: ...
+
+    def deploy(
+        self,
+        name: str,
+        config: dict[str, str],
+        timeout_s: float,
+        log: Callable[[str], None] | None = None,
+    ) -> tuple[str, dict[str, Any]]:
+        """Create or update the connector and wait for it to run: (action, status)."""
+        ...
+
+    def restart_failed(self, name: str) -> list[str]:
+        """Restart what of the connector is FAILED; what was restarted (empty: nothing)."""
+        ...
 
 
 def basic_auth_header(auth: tuple[str, str]) -> dict[str, str]:

@@ -70,9 +70,8 @@ def raw_cdc_files(
     name = cdc.sink_connector_name
     settings = cdc.connector_settings(postgres)
     config = settings.s3_sink_local() if cdc.s3_endpoint else settings.s3_sink_msk()
-    # Kafka Connect's REST API can restart failed tasks; MSK Connect manages its own.
-    restart_failed = getattr(connect, "restart_failed", None)
-    restarted = restart_failed(name) if restart_failed else []
+    # Kafka Connect's REST API restarts failed tasks; MSK Connect restarts its own.
+    restarted = connect.restart_failed(name)
     if restarted:
         context.log.warning(
             f"sink connector {name} was FAILED; restarted it ({'; '.join(restarted)}). It "

@@ -47,6 +47,10 @@ class MskConnectClient:
             names += [c["connectorName"] for c in page.get("connectors", [])]
         return names
 
+    def restart_failed(self, name: str) -> list[str]:
+        """Nothing: MSK Connect restarts a connector's failed workers itself."""
+        return []
+
     def status(self, name: str) -> dict[str, Any] | None:
         """Kafka Connect's status shape; MSK Connect reports no per-task states."""
         found = find_by_name(
