@@ -1,6 +1,7 @@
 """The lake's resource: where the Hudi table and the order items live, and how they are written.
 
-It only builds parameters (plain JSON for the Spark apps, the same locally and on EMR).
+It only builds parameters (``cdc_lake/spark_apps/params.py``: JSON on the wire, the same
+locally and on EMR).
 Writing is the Spark launchers' part (``cdc_lake/resources/spark.py``). In production both Hudi
 tables, ``cdc_events`` and ``order_items``, sync themselves into Glue as they commit (Hudi's
 meta sync, ``cdc_lake/aws/glue.py``).
@@ -9,24 +10,25 @@ meta sync, ``cdc_lake/aws/glue.py``).
 from __future__ import annotations
 
 import posixpath
-from dataclasses import MISSING, asdict, fields
+from dataclasses import MISSING, fields
 from typing import Any
 
 import dagster as dg
 
 from cdc_lake.aws.glue import glue_sync_options
 from cdc_lake.lake.hudi import HudiTableConfig
-from cdc_lake.lake.ingest import DEFAULT_MAX_LINE_MB
 from cdc_lake.lake.schema import SourceColumn
-from cdc_lake.lake.table_state import DEFAULT_FULL_SCAN_EVERY
 from cdc_lake.lake.tables import declared_columns
 from cdc_lake.marts.items_table import ItemsTableConfig
 from cdc_lake.resources.streaming import CdcPipelineResource
 from cdc_lake.source.captured import OUTBOX, CapturedTable
+from cdc_lake.spark_apps.params import OrderItemsParams, UpsertParams
 from cdc_lake.streaming.connect_config import CdcConnectorSettings
 
-# How the Hudi table is written, and the defaults, are declared once, in HudiTableConfig.
+# How the Hudi table is written, and the defaults, are declared once, in HudiTableConfig; the
+# upsert app's own settings in UpsertParams.
 _TABLE = {f.name: f.default for f in fields(HudiTableConfig) if f.default is not MISSING}
+_PARAMS = {f.name: f.default for f in fields(UpsertParams) if f.default is not MISSING}
 
 
 class LakeResource(dg.ConfigurableResource):
@@ -34,7 +36,7 @@ class LakeResource(dg.ConfigurableResource):
     ``HudiTableConfig`` take their defaults from there, and are passed on by name."""
 
     lake_bucket: str
-    scheme: str = "s3a"  # Hadoop's filesystem scheme: s3a locally, s3 on EMR
+    scheme: str = _PARAMS["scheme"]  # Hadoop's filesystem scheme: s3a locally, s3 on EMR
     table_prefix: str = "lake/cdc_events"
     order_items_prefix: str = "marts/order_items"
     quarantine_prefix: str = "quarantine/cdc_events"
@@ -43,7 +45,7 @@ class LakeResource(dg.ConfigurableResource):
     delete_mode: str = _TABLE["delete_mode"]
     quarantine: bool = False
     # A longer raw line is a bad line ("line N is X MB, over the limit of Y MB"), not parsed.
-    max_line_mb: float = DEFAULT_MAX_LINE_MB
+    max_line_mb: float = _PARAMS["max_line_mb"]
     parallelism: int = _TABLE["parallelism"]
     compaction_delta_commits: int = _TABLE["compaction_delta_commits"]
     index_type: str = _TABLE["index_type"]  # or GLOBAL_SIMPLE; both global
@@ -53,7 +55,7 @@ class LakeResource(dg.ConfigurableResource):
     # order items read. Takes effect when the table is created.
     change_feed: bool = _TABLE["change_feed"]
     # The checks follow the change feed; every this many commits they rescan the whole table.
-    full_scan_every: int = DEFAULT_FULL_SCAN_EVERY
+    full_scan_every: int = _PARAMS["full_scan_every"]
     hudi_options: dict[str, str] = {}
     # Production: Hudi meta sync of both tables (cdc_events, order_items) into this database.
     # None: no Glue catalog (locally, or CDC_LAKE_GLUE_DATABASE=none).
@@ -112,33 +114,29 @@ class LakeResource(dg.ConfigurableResource):
         full_scan: bool = False,
         source_columns: list[SourceColumn] | None = None,
         table: CapturedTable = OUTBOX,
-    ) -> dict[str, Any]:
-        """The ``upsert`` app's parameters for the captured ``table``: plain JSON, the same for
-        local Spark and EMR. ``previous_state``: the table state the last run reported
+    ) -> UpsertParams:
+        """The ``upsert`` app's parameters for the captured ``table``, the same for local Spark
+        and EMR. ``previous_state``: the table state the last run reported
         (``live_key_digest``), which the checks go on from; ``full_scan``: rescan the table in
         full instead; ``source_columns``: the source table's columns, as its catalog lists them
         now."""
         quarantine = self.uri(self.quarantine_prefix_of(table))
-        return {
-            "source_table": table.source,
-            # The fallback before the table's first commit when the source cannot be read: the
-            # app may run where there is no sql/ (EMR).
-            "declared_columns": [asdict(c) for c in declared_columns(table)],
-            "source_columns": [asdict(c) for c in source_columns]
-            if source_columns is not None
-            else None,
-            "previous_state": previous_state,
-            "full_scan": full_scan,
-            "full_scan_every": self.full_scan_every,
-            "raw_bucket": cdc.raw_bucket,
-            "raw_prefix": cdc.raw_prefix,
-            "topic": cdc.topic_of(table),
-            "replay_from_offset": replay_from_offset,
-            "scheme": self.scheme,
-            "table": asdict(self.table_config(table)),
-            "quarantine_path": quarantine if self.quarantine else None,
-            "max_line_mb": self.max_line_mb,
-        }
+        return UpsertParams(
+            source_table=table.source,
+            raw_bucket=cdc.raw_bucket,
+            raw_prefix=cdc.raw_prefix,
+            topic=cdc.topic_of(table),
+            table=self.table_config(table),
+            declared_columns=tuple(declared_columns(table)),
+            source_columns=None if source_columns is None else tuple(source_columns),
+            previous_state=previous_state,
+            full_scan=full_scan,
+            full_scan_every=self.full_scan_every,
+            replay_from_offset=replay_from_offset,
+            scheme=self.scheme,
+            quarantine_path=quarantine if self.quarantine else None,
+            max_line_mb=self.max_line_mb,
+        )
 
     @property
     def order_items_figures_path(self) -> str:
@@ -157,13 +155,9 @@ class LakeResource(dg.ConfigurableResource):
             extra_options=catalog,
         )
 
-    def order_items_params(self, rebuild: bool = False) -> dict[str, Any]:
+    def order_items_params(self, rebuild: bool = False) -> OrderItemsParams:
         """The ``order_items`` app's parameters; ``rebuild``: from the snapshot, in full."""
-        return {
-            "table_path": self.table_path,
-            "items": asdict(self.order_items_config()),
-            "rebuild": rebuild,
-        }
+        return OrderItemsParams(self.table_path, self.order_items_config(), rebuild=rebuild)
 
     @property
     def order_items_glue_table(self) -> str | None:

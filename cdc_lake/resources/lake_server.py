@@ -9,11 +9,11 @@ and traceback; a server that does not answer raises one that says to run ``cdc-l
 from __future__ import annotations
 
 import time
-from typing import Any
 
 import dagster as dg
 
 from cdc_lake.resources.spark import SparkLauncher, SparkOutcome, outcome_from_report
+from cdc_lake.spark_apps.params import AppParams
 from cdc_lake.spark_apps.report import AppReport
 from cdc_lake.stack.lake_server import LakeServerError, request
 
@@ -27,9 +27,8 @@ class LocalServerSparkLauncher(SparkLauncher):
     token_file: str  # a path: the token is read when an app runs, never held in config
     timeout_s: float | None = None  # an app takes as long as its batch; None waits for it
 
-    def run(
-        self, context: dg.AssetExecutionContext, app: str, params: dict[str, Any]
-    ) -> SparkOutcome:
+    def run(self, context: dg.AssetExecutionContext, params: AppParams) -> SparkOutcome:
+        app = params.APP
         where = f"{self.host}:{self.port}"
         context.log.info(f"{app}: running on the lake server at {where}")
         t0 = time.monotonic()
@@ -40,7 +39,7 @@ class LocalServerSparkLauncher(SparkLauncher):
                 self.token_file,
                 "POST",
                 "/run",
-                {"app": app, "params": params},
+                {"app": app, "params": params.to_json()},
                 timeout_s=self.timeout_s,
             )
         except LakeServerError as e:

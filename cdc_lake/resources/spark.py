@@ -1,6 +1,7 @@
 """The Spark launchers: where the lake's Spark apps run. One interface, four implementations.
 
-``SparkLauncher.run(context, app, params)`` runs the app (``upsert`` or ``order_items``) with
+``SparkLauncher.run(context, params)`` runs the app its parameters name (``UpsertParams`` or
+``OrderItemsParams``, ``cdc_lake/spark_apps/params.py``; JSON on the way) with
 ``cdc_lake.spark_apps.run.run_app`` and returns its metadata and check results as Dagster
 objects (a "job" is a Dagster job; what runs on Spark is an app):
 
@@ -38,6 +39,7 @@ from cdc_lake.aws.emr_step import PipesEMRStepClient
 from cdc_lake.lake.hudi import HUDI_CONF
 from cdc_lake.spark_apps.entry import APP_EXTRA, PARAMS_EXTRA
 from cdc_lake.spark_apps.package import build_package, upload_package
+from cdc_lake.spark_apps.params import AppParams
 
 # The Hudi bundle of the EMR release (EMR 7.x: Spark 3.5), on every node of the image.
 EMR_HUDI_JARS = ("/usr/lib/hudi/hudi-spark-bundle.jar",)
@@ -124,9 +126,7 @@ def spark_submit_args(
 class SparkLauncher(dg.ConfigurableResource):
     """Runs a lake Spark app (``upsert`` or ``order_items``) somewhere, returning its outcome."""
 
-    def run(
-        self, context: dg.AssetExecutionContext, app: str, params: dict[str, Any]
-    ) -> SparkOutcome:
+    def run(self, context: dg.AssetExecutionContext, params: AppParams) -> SparkOutcome:
         raise NotImplementedError
 
 
@@ -137,12 +137,11 @@ class LocalSparkLauncher(SparkLauncher):
     pyspark: LazyPySparkResource
     s3: S3Resource
 
-    def run(
-        self, context: dg.AssetExecutionContext, app: str, params: dict[str, Any]
-    ) -> SparkOutcome:
+    def run(self, context: dg.AssetExecutionContext, params: AppParams) -> SparkOutcome:
         from cdc_lake.spark_apps.run import run_app
 
-        report = run_app(self.pyspark.spark_session, self.s3.get_client(), app, params)
+        client = self.s3.get_client()
+        report = run_app(self.pyspark.spark_session, client, params.APP, params.to_json())
         return outcome_from_report(report)
 
 
@@ -179,9 +178,7 @@ class EmrStepLauncher(_EmrLauncher):
     cluster_id: str
     deploy_mode: str = "cluster"
 
-    def run(
-        self, context: dg.AssetExecutionContext, app: str, params: dict[str, Any]
-    ) -> SparkOutcome:
+    def run(self, context: dg.AssetExecutionContext, params: AppParams) -> SparkOutcome:
         s3 = self.client("s3")
         entry_uri, zip_uri = self.upload_app(s3)
         client = PipesEMRStepClient(
@@ -190,14 +187,14 @@ class EmrStepLauncher(_EmrLauncher):
         invocation = client.run(
             context=context,
             cluster_id=self.cluster_id,
-            step_name=f"cdc-lake {app} (dagster run {context.run.run_id[:8]})",
+            step_name=f"cdc-lake {params.APP} (dagster run {context.run.run_id[:8]})",
             entry_point=entry_uri,
             spark_submit_args=[
                 "--deploy-mode",
                 self.deploy_mode,
                 *spark_submit_args(zip_uri, self.spark_conf),
             ],
-            extras={APP_EXTRA: app, PARAMS_EXTRA: params},
+            extras={APP_EXTRA: params.APP, PARAMS_EXTRA: params.to_json()},
         )
         return outcome_from_pipes(invocation)
 
@@ -254,9 +251,7 @@ class EmrServerlessLauncher(_EmrLauncher):
             }
         return params
 
-    def run(
-        self, context: dg.AssetExecutionContext, app: str, params: dict[str, Any]
-    ) -> SparkOutcome:
+    def run(self, context: dg.AssetExecutionContext, params: AppParams) -> SparkOutcome:
         s3 = self.client("s3")
         entry_uri, zip_uri = self.upload_app(s3)
         client = CdcEMRServerlessClient(
@@ -267,7 +262,7 @@ class EmrServerlessLauncher(_EmrLauncher):
         )
         invocation = client.run(
             context=context,
-            start_job_run_params=self.start_params(app, entry_uri, zip_uri),  # type: ignore[arg-type]
-            extras={APP_EXTRA: app, PARAMS_EXTRA: params},
+            start_job_run_params=self.start_params(params.APP, entry_uri, zip_uri),  # type: ignore[arg-type]
+            extras={APP_EXTRA: params.APP, PARAMS_EXTRA: params.to_json()},
         )
         return outcome_from_pipes(invocation)

@@ -54,6 +54,7 @@ from cdc_lake.marts.items_table import (
 )
 from cdc_lake.marts.order_items import flatten_order_items, preview_markdown, read_order_items
 from cdc_lake.source.captured import OUTBOX
+from cdc_lake.spark_apps.params import OrderItemsParams
 from cdc_lake.spark_apps.report import AppReport, meta
 
 if TYPE_CHECKING:
@@ -76,9 +77,8 @@ class _Build:
     committed: CommitInfo | None = None
 
 
-def run_order_items(spark: SparkSession, params: dict[str, Any]) -> AppReport:
-    table_path = params["table_path"]
-    items = ItemsTableConfig.from_json(params["items"])
+def run_order_items(spark: SparkSession, params: OrderItemsParams) -> AppReport:
+    table_path, items = params.table_path, params.items
     newest = latest_commit(spark, table_path)
     if newest is None:
         raise RuntimeError(
@@ -87,7 +87,7 @@ def run_order_items(spark: SparkSession, params: dict[str, Any]) -> AppReport:
         )
     state = stored_state(spark, items.base_path)
     build, reason = None, None
-    if params.get("rebuild"):
+    if params.rebuild:
         reason = "run config rebuild"
     elif state is None:
         reason = "no order items built yet"

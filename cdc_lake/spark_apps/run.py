@@ -10,14 +10,17 @@ launcher), as a step on an EMR cluster and as an EMR Serverless job run (both th
 - ``order_items``: the order items brought up to the table's newest commit from its change
   feed (or rebuilt from its snapshot), then their checks (``cdc_lake/spark_apps/order_items.py``).
 
-An unknown app name raises ``ValueError`` before anything is read or written.
+An unknown app name, or parameters that do not match the app's (``cdc_lake/spark_apps/
+params.py``), raise ``ValueError`` before anything is read or written.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from cdc_lake.spark_apps.order_items import run_order_items
+from cdc_lake.spark_apps.params import APPS, OrderItemsParams, UpsertParams
 from cdc_lake.spark_apps.report import AppReport
 from cdc_lake.spark_apps.upsert import run_upsert
 
@@ -25,9 +28,12 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 
-def run_app(spark: SparkSession, s3_client: Any, app: str, params: dict[str, Any]) -> AppReport:
-    if app == "upsert":
-        return run_upsert(spark, s3_client, params)
-    if app == "order_items":
-        return run_order_items(spark, params)
-    raise ValueError(f"unknown lake app {app!r}: expected 'upsert' or 'order_items'")
+def run_app(spark: SparkSession, s3_client: Any, app: str, params: Mapping[str, Any]) -> AppReport:
+    """The app ``app`` with its JSON ``params`` (as the wire carries them)."""
+    if app not in APPS:
+        raise ValueError(f"unknown lake app {app!r}: expected one of {', '.join(sorted(APPS))}")
+    typed = APPS[app].from_json(params)
+    if isinstance(typed, UpsertParams):
+        return run_upsert(spark, s3_client, typed)
+    assert isinstance(typed, OrderItemsParams)
+    return run_order_items(spark, typed)

@@ -23,34 +23,32 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from cdc_lake.lake.digest import empty_digest
-from cdc_lake.lake.hudi import HudiTableConfig, latest_commit, table_exists
-from cdc_lake.lake.ingest import DEFAULT_MAX_LINE_MB, RawSource, ingest_new_files
+from cdc_lake.lake.hudi import latest_commit, table_exists
+from cdc_lake.lake.ingest import RawSource, ingest_new_files
 from cdc_lake.lake.schema import SourceColumn
-from cdc_lake.lake.table_state import DEFAULT_FULL_SCAN_EVERY, TableState, evaluate
+from cdc_lake.lake.table_state import TableState, evaluate
 from cdc_lake.source.captured import OUTBOX, RESCAN_CHECK, CapturedTable, captured
+from cdc_lake.spark_apps.params import UpsertParams
 from cdc_lake.spark_apps.report import AppReport, meta
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 
-def run_upsert(spark: SparkSession, s3_client: Any, params: dict[str, Any]) -> AppReport:
-    table = HudiTableConfig(**params["table"])
-    declared = captured(params["source_table"]) if params.get("source_table") else OUTBOX
-    quarantine_path = params.get("quarantine_path")
+def run_upsert(spark: SparkSession, s3_client: Any, params: UpsertParams) -> AppReport:
+    table = params.table
+    declared = captured(params.source_table)
     result = ingest_new_files(
         spark,
         s3_client,
-        RawSource(
-            params["raw_bucket"], params["raw_prefix"], params["topic"], params.get("scheme", "s3a")
-        ),
+        RawSource(params.raw_bucket, params.raw_prefix, params.topic, params.scheme),
         table,
-        quarantine_path=quarantine_path,
-        replay_from=params.get("replay_from_offset"),
-        max_line_mb=params.get("max_line_mb", DEFAULT_MAX_LINE_MB),
-        source_columns=_columns(params.get("source_columns")),
+        quarantine_path=params.quarantine_path,
+        replay_from=params.replay_from_offset,
+        max_line_mb=params.max_line_mb,
+        source_columns=_list(params.source_columns),
         captured=declared,
-        declared=_columns(params.get("declared_columns")),
+        declared=_list(params.declared_columns),
     )
     schema = result.schema
     exists = table_exists(spark, table.base_path)
@@ -92,9 +90,9 @@ def run_upsert(spark: SparkSession, s3_client: Any, params: dict[str, Any]) -> A
     state = evaluate(
         spark,
         table,
-        params.get("previous_state"),
-        full_scan=bool(params.get("full_scan")),
-        full_scan_every=int(params.get("full_scan_every", DEFAULT_FULL_SCAN_EVERY)),
+        params.previous_state,
+        full_scan=params.full_scan,
+        full_scan_every=params.full_scan_every,
         schema=schema,
     )
     assert state is not None  # the table exists, so it has a commit
@@ -102,8 +100,8 @@ def run_upsert(spark: SparkSession, s3_client: Any, params: dict[str, Any]) -> A
     return report
 
 
-def _columns(value: list[dict[str, Any]] | None) -> list[SourceColumn] | None:
-    return [SourceColumn(**c) for c in value] if value is not None else None
+def _list(columns: tuple[SourceColumn, ...] | None) -> list[SourceColumn] | None:
+    return None if columns is None else list(columns)
 
 
 def report_state(

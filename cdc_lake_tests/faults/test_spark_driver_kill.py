@@ -71,7 +71,7 @@ def kill_upsert_mid_commit(
         "state_dir": str(s.state_dir),
         "port_base": s.port_base,
         "jars_dir": str(s.jars_dir),
-        "params": pipeline.lake.upsert_params(pipeline.cdc),
+        "params": pipeline.lake.upsert_params(pipeline.cdc).to_json(),
     }
     with log.open("ab") as out:
         proc = subprocess.Popen(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import asdict
+from dataclasses import replace
 
 import pytest
 from pyspark.sql import SparkSession
@@ -85,15 +85,13 @@ def test_a_line_over_the_limit_is_named_with_its_size_not_parsed(spark, lake: Sy
 def test_the_line_limit_is_a_lake_setting_passed_to_the_job(spark, lake: SyntheticLake, resources):
     two_mb = {**event(1, 100, 1), "shipper": json.dumps({"note": "x" * (2 * MB)})}
     key = lake.put([two_mb])
-    params = {
-        **LakeResource(lake_bucket=lake.lake_bucket, max_line_mb=1.5).upsert_params(
-            resources["cdc"]
-        ),
-        "raw_bucket": lake.raw_bucket,
-        "raw_prefix": lake.raw_prefix,
-        "topic": TOPIC,
-        "table": asdict(lake.table()),
-    }
+    params = replace(
+        LakeResource(lake_bucket=lake.lake_bucket, max_line_mb=1.5).upsert_params(resources["cdc"]),
+        raw_bucket=lake.raw_bucket,
+        raw_prefix=lake.raw_prefix,
+        topic=TOPIC,
+        table=lake.table(),
+    )
     pattern = rf"{re.escape(key)} line 1: line 1 is 2\.0 MB, over the limit of 1\.5 MB\. "
     with pytest.raises(MalformedRawFileError, match=pattern):
         run_upsert(spark, lake.client, params)

@@ -8,7 +8,7 @@ from dataclasses import fields
 import pytest
 
 from cdc_lake.lake.hudi import HudiTableConfig
-from cdc_lake.marts.items_table import BuildState, ItemsTableConfig
+from cdc_lake.marts.items_table import BuildState
 from cdc_lake.resources.lake import LakeResource
 from cdc_lake_tests.aws.conftest import REGION
 
@@ -33,7 +33,7 @@ def test_the_order_items_table_is_written_like_the_lake_and_synced_to_glue():
     """The items table gets the lake's parallelism and timeline-server setting, and in production
     Hudi's Glue sync as a table of its own, not partitioned; its figures sit beside it."""
     local = LakeResource(lake_bucket="b", parallelism=3)
-    config = ItemsTableConfig.from_json(local.order_items_params()["items"])
+    config = local.order_items_params().items
     assert config.base_path == "s3a://b/marts/order_items"
     assert config.figures_root == "s3a://b/marts/order_items_figures"
     opts = config.write_options("upsert", BuildState("1", "2", "f"))
@@ -41,11 +41,11 @@ def test_the_order_items_table_is_written_like_the_lake_and_synced_to_glue():
     assert opts["hoodie.embed.timeline.server"] == "false"
     assert opts["hoodie.datasource.write.recordkey.field"] == "order_id,product_id"
     assert "hoodie.datasource.meta.sync.enable" not in opts
-    assert local.order_items_glue_table is None and local.order_items_params()["rebuild"] is False
+    assert local.order_items_glue_table is None and local.order_items_params().rebuild is False
 
     prod = LakeResource(lake_bucket="acme-lake", scheme="s3", glue_database="datalake",
                         region=REGION, embedded_timeline_server=True)  # fmt: skip
-    opts = ItemsTableConfig.from_json(prod.order_items_params(rebuild=True)["items"]).write_options(
+    opts = prod.order_items_params(rebuild=True).items.write_options(
         "insert_overwrite_table", BuildState("1", "2", "f")
     )
     assert opts["hoodie.embed.timeline.server"] == "true"
@@ -53,7 +53,7 @@ def test_the_order_items_table_is_written_like_the_lake_and_synced_to_glue():
     assert opts["hoodie.datasource.hive_sync.table"] == "order_items"
     assert "hoodie.datasource.hive_sync.partition_fields" not in opts
     assert prod.order_items_glue_table == "datalake.order_items"
-    assert prod.order_items_params(rebuild=True)["rebuild"] is True
+    assert prod.order_items_params(rebuild=True).rebuild is True
 
 
 def test_the_table_settings_defaults_are_hudi_table_configs():

@@ -170,7 +170,7 @@ def test_msk_connect_asks_for_the_deploy_command_when_the_connector_is_missing()
 def test_glue_sync_options_travel_to_the_job_in_its_params():
     """What goes into the Pipes extras of the EMR step or job run is what the job writes with."""
     r = prod_resources(PROD_ENV)
-    params = r["lake"].upsert_params(r["cdc"])
+    params = r["lake"].upsert_params(r["cdc"]).to_json()  # as the extras carry it
     assert params["scheme"] == "s3" and params["raw_bucket"] == "acme-cdc-raw"
     options = HudiTableConfig(**params["table"]).write_options()
     assert options["hoodie.datasource.meta.sync.enable"] == "true"
@@ -178,7 +178,7 @@ def test_glue_sync_options_travel_to_the_job_in_its_params():
     assert options["hoodie.datasource.hive_sync.table"] == "cdc_events"
     assert options["hoodie.datasource.meta_sync.condition.sync"] == "true"
     # The order items sync themselves too, as a table of their own, not partitioned.
-    items = r["lake"].order_items_params()
+    items = r["lake"].order_items_params().to_json()
     assert items["items"]["base_path"] == "s3://acme-cdc-lake/marts/order_items"
     state = BuildState("1", "2", "s3://acme-cdc-lake/marts/order_items_figures/1-x")
     item_options = ItemsTableConfig.from_json(items["items"]).write_options("upsert", state)
@@ -255,7 +255,7 @@ def test_glue_database_none_turns_the_catalog_off():
     assert lake.table_config().extra_options == {}
     assert "hoodie.datasource.meta.sync.enable" not in lake.table_config().write_options()
     assert lake.order_items_glue_table is None
-    items = ItemsTableConfig.from_json(lake.order_items_params()["items"])
+    items = lake.order_items_params().items
     assert "hoodie.datasource.meta.sync.enable" not in items.write_options(
         "upsert", BuildState("1", "2", "f")
     )

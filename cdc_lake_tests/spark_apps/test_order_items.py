@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import random
 from collections import Counter
-from dataclasses import asdict
 from typing import Any
 
 import pytest
@@ -19,6 +18,7 @@ from cdc_lake.marts.figures import customer_figures, customer_rows, totals
 from cdc_lake.marts.items_table import ItemsTableConfig
 from cdc_lake.marts.order_items import ITEM_COLUMNS, flatten_order_items, read_order_items
 from cdc_lake.spark_apps.order_items import run_order_items
+from cdc_lake.spark_apps.params import OrderItemsParams
 from cdc_lake.spark_apps.report import AppReport
 from cdc_lake.stack import LocalStack
 from cdc_lake.testing.synthetic import SyntheticLake, event
@@ -43,7 +43,7 @@ def _items_config(lake: SyntheticLake, name: str = "order_items") -> ItemsTableC
 def _build(
     spark: SparkSession, lake: SyntheticLake, items: ItemsTableConfig, rebuild: bool = False
 ) -> dict[str, Any]:
-    params = {"table_path": lake.table().base_path, "items": asdict(items), "rebuild": rebuild}
+    params = OrderItemsParams(lake.table().base_path, items, rebuild=rebuild)
     report: AppReport = run_order_items(spark, params)
     out = {k: v["raw_value"] for k, v in report.metadata.items()}
     out["checks"] = {c["check_name"]: c["passed"] for c in report.checks}

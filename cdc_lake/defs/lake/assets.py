@@ -156,7 +156,7 @@ def hudi_table_asset(k: TableKeys) -> dg.AssetsDefinition:
             source_columns=source_columns,
             table=k.table,
         )
-        outcome = spark_jobs.run(context, "upsert", params)
+        outcome = spark_jobs.run(context, params)
         instant = str(outcome.metadata["commit_instant"].value)
         if not outcome.metadata["new_commit"].value:
             context.log.info(

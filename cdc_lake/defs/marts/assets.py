@@ -68,7 +68,7 @@ def order_items(
     if not config.rebuild and (same := _unchanged(context, lake, s3)) is not None:
         return same
     params = lake.order_items_params(rebuild=config.rebuild)
-    outcome = spark_jobs.run(context, "order_items", params)
+    outcome = spark_jobs.run(context, params)
     stats = outcome.metadata["customer_stats"].value
     # The charts first: the UI lists metadata in this order, and shows the short one inline.
     outcome.metadata = {

@@ -1,0 +1,113 @@
+"""The Spark apps' parameters: the contract between Dagster, which builds them
+(``LakeResource.upsert_params`` and ``order_items_params``), and the apps, which read them
+(``cdc_lake/spark_apps/run.py``), on the lake server, in process or on EMR.
+
+On the wire they are plain JSON (the lake server's request body, the Pipes extras); on each side
+they are these frozen dataclasses. Each default is declared once: here, or in the table config
+a parameter carries (``HudiTableConfig``, ``ItemsTableConfig``), and ``LakeResource`` takes its
+own defaults from here. ``from_json`` refuses a field it does not know and a required field that
+is missing, naming them, so a Dagster side and an app of different versions fail at once,
+before anything is read or written, instead of running on a default.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import MISSING, asdict, dataclass, fields
+from typing import Any, ClassVar
+
+from cdc_lake.lake.hudi import HudiTableConfig
+from cdc_lake.lake.ingest import DEFAULT_MAX_LINE_MB
+from cdc_lake.lake.schema import SourceColumn
+from cdc_lake.lake.table_state import DEFAULT_FULL_SCAN_EVERY
+from cdc_lake.marts.items_table import ItemsTableConfig
+
+
+def _checked(cls: type, app: str, data: Mapping[str, Any]) -> dict[str, Any]:
+    names = {f.name for f in fields(cls)}
+    required = {
+        f.name for f in fields(cls) if f.default is MISSING and f.default_factory is MISSING
+    }
+    unknown, missing = sorted(set(data) - names), sorted(required - set(data))
+    if unknown or missing:
+        raise ValueError(
+            f"the {app} app's parameters do not match this version of it:"
+            + (f" unknown {', '.join(unknown)};" if unknown else "")
+            + (f" missing {', '.join(missing)};" if missing else "")
+            + " Dagster and the app must come from the same cdc-lake release."
+        )
+    return dict(data)
+
+
+def _columns(value: Any) -> tuple[SourceColumn, ...] | None:
+    return None if value is None else tuple(SourceColumn(**c) for c in value)
+
+
+@dataclass(frozen=True)
+class UpsertParams:
+    """The ``upsert`` app: the raw files of ``topic`` after the table's checkpoint into the Hudi
+    table ``table``, then its checks."""
+
+    APP: ClassVar[str] = "upsert"
+
+    source_table: str  # the captured table (``schema.table``), as declared
+    raw_bucket: str
+    raw_prefix: str
+    topic: str
+    table: HudiTableConfig
+    # The table's columns as sql/ declares them: the fallback before its first commit when the
+    # source cannot be read (EMR has no sql/). None: read sql/ here.
+    declared_columns: tuple[SourceColumn, ...] | None = None
+    # The source table's columns as its catalog lists them now; None: keep the lake's.
+    source_columns: tuple[SourceColumn, ...] | None = None
+    # The table state the last run reported, which the checks go on from; None: rescan.
+    previous_state: dict[str, Any] | None = None
+    full_scan: bool = False
+    full_scan_every: int = DEFAULT_FULL_SCAN_EVERY
+    replay_from_offset: int | None = None
+    scheme: str = "s3a"  # Hadoop's filesystem scheme for the raw files: s3a locally, s3 on EMR
+    quarantine_path: str | None = None  # None: a bad line stops the refresh
+    max_line_mb: float = DEFAULT_MAX_LINE_MB
+
+    def to_json(self) -> dict[str, Any]:
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        out["table"] = asdict(self.table)
+        for name in ("declared_columns", "source_columns"):
+            value = out[name]
+            out[name] = None if value is None else [asdict(c) for c in value]
+        return out
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> UpsertParams:
+        values = _checked(cls, cls.APP, data)
+        values["table"] = HudiTableConfig(**values["table"])
+        for name in ("declared_columns", "source_columns"):
+            values[name] = _columns(values.get(name))
+        return cls(**values)
+
+
+@dataclass(frozen=True)
+class OrderItemsParams:
+    """The ``order_items`` app: the items brought up to ``table_path``'s newest commit, or
+    rebuilt in full from its snapshot (``rebuild``)."""
+
+    APP: ClassVar[str] = "order_items"
+
+    table_path: str
+    items: ItemsTableConfig
+    rebuild: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {"table_path": self.table_path, "items": asdict(self.items), "rebuild": self.rebuild}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> OrderItemsParams:
+        values = _checked(cls, cls.APP, data)
+        values["items"] = ItemsTableConfig.from_json(values["items"])
+        return cls(**values)
+
+
+AppParams = UpsertParams | OrderItemsParams
+APPS: dict[str, type[UpsertParams] | type[OrderItemsParams]] = {
+    p.APP: p for p in (UpsertParams, OrderItemsParams)
+}

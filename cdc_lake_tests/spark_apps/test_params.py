@@ -1,0 +1,57 @@
+"""The Spark apps' parameters (``cdc_lake/spark_apps/params.py``): what Dagster builds is what
+the app reads after the JSON trip, defaults are declared once, and a mismatch fails at once."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import MISSING, fields
+
+import pytest
+
+from cdc_lake.lake.schema import SourceColumn
+from cdc_lake.resources.lake import LakeResource
+from cdc_lake.resources.streaming import CdcPipelineResource
+from cdc_lake.source.captured import CUSTOMERS
+from cdc_lake.spark_apps.params import APPS, OrderItemsParams, UpsertParams
+from cdc_lake.spark_apps.run import run_app
+
+
+def _upsert() -> UpsertParams:
+    lake = LakeResource(lake_bucket="lake", quarantine=True, max_line_mb=2.5)
+    cdc = CdcPipelineResource(raw_bucket="raw")
+    columns = [SourceColumn("customer_id", "character(5)", False, 1), SourceColumn("x", "text")]
+    return lake.upsert_params(
+        cdc, replay_from_offset=7, previous_state={"digest": {"version": 3}}, full_scan=True,
+        source_columns=columns, table=CUSTOMERS,
+    )  # fmt: skip
+
+
+def test_the_parameters_survive_the_json_trip():
+    upsert = _upsert()
+    wire = json.loads(json.dumps(upsert.to_json()))
+    assert UpsertParams.from_json(wire) == upsert
+    assert upsert.source_table == "datalake.customers" and upsert.table.table_name == "customers"
+    assert upsert.quarantine_path == "s3a://lake/lake/customers_quarantine"
+    items = LakeResource(lake_bucket="lake").order_items_params(rebuild=True)
+    assert OrderItemsParams.from_json(json.loads(json.dumps(items.to_json()))) == items
+    assert set(APPS) == {"upsert", "order_items"}
+
+
+def test_the_lake_resource_takes_the_apps_defaults():
+    defaults = {f.name: f.default for f in fields(UpsertParams) if f.default is not MISSING}
+    lake = LakeResource(lake_bucket="lake")
+    for name in ("scheme", "max_line_mb", "full_scan_every"):
+        assert getattr(lake, name) == defaults[name], name
+
+
+def test_a_mismatch_names_the_fields_before_anything_runs():
+    wire = _upsert().to_json()
+    with pytest.raises(ValueError, match=r"unknown colour;.* missing topic;"):
+        UpsertParams.from_json({**{k: v for k, v in wire.items() if k != "topic"}, "colour": 1})
+    # run_app parses first: no Spark session is touched (None here).
+    with pytest.raises(ValueError, match="missing items"):
+        run_app(None, None, "order_items", {"table_path": "s3a://x"})  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="unknown lake app 'merge'"):
+        run_app(None, None, "merge", {})  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="delete_mode"):
+        UpsertParams.from_json({**wire, "table": {**wire["table"], "delete_mode": "soft-ish"}})
