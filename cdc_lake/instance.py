@@ -119,6 +119,7 @@ class DagsterProcess:
     home: Path
     name: str  # its log and pid file: "dagster-daemon", "dagster-webserver", "dagster-code"
     argv: tuple[str, ...]
+    loads_workspace: bool = True  # False: it serves the code itself (a code server)
 
     @property
     def log(self) -> Path:
@@ -131,10 +132,9 @@ class DagsterProcess:
     def start(self) -> int:
         if (pid := self.pidfile.read()) is not None:
             return pid
-        workspace = prepare_home(self.home) / "workspace.yaml"
         argv = [*self.argv]
-        if self.name != "dagster-code":
-            argv += ["-w", str(workspace)]
+        if self.loads_workspace:
+            argv += ["-w", str(prepare_home(self.home) / "workspace.yaml")]
         return spawn(
             argv, self.log, self.pidfile, env=dagster_env(self.settings, self.home), cwd=self.home
         )
@@ -174,7 +174,7 @@ def code_server(settings: StackSettings, home: Path, socket: Path) -> DagsterPro
     argv = (_bin("dagster"), "code-server", "start", "-m", "cdc_lake.definitions",
             "--location-name", LOCATION, "--socket", str(socket), "-d", str(project_root()),
             "--log-level", "warning")  # fmt: skip
-    return DagsterProcess(settings, home, "dagster-code", argv)
+    return DagsterProcess(settings, home, "dagster-code", argv, loads_workspace=False)
 
 
 def wait_for_webserver(
@@ -301,11 +301,11 @@ def materializations(instance: dg.DagsterInstance, run_id: str) -> dict:
     return out
 
 
-def ui_url(settings: StackSettings, port: int) -> str:
-    """The URL that opens the UI: it carries the stack's UI token (made on first use)."""
-    from cdc_lake.webserver import TOKEN_PARAM, ensure_token
+def ui_url(port: int, token: str) -> str:
+    """The URL that opens the UI: it carries the UI's token once (the gate makes it a cookie)."""
+    from cdc_lake.webserver import TOKEN_PARAM
 
-    return f"http://127.0.0.1:{port}/?{TOKEN_PARAM}={ensure_token(ui_token_path(settings))}"
+    return f"http://127.0.0.1:{port}/?{TOKEN_PARAM}={token}"
 
 
 def serve_ui(settings: StackSettings, port: int = 3000) -> int:
@@ -332,7 +332,7 @@ def serve_ui(settings: StackSettings, port: int = 3000) -> int:
     try:
         wait_for_webserver(web, port, token, timeout_s=300)
         print(f"[ui] the Dagster UI on the instance {home}; open (the link carries its token):")
-        print(f"[ui]   {ui_url(settings, port)}", flush=True)
+        print(f"[ui]   {ui_url(port, token)}", flush=True)
         while not stopping and web.alive() and bg.alive():
             time.sleep(1.0)
         if not stopping:

@@ -19,14 +19,13 @@ from __future__ import annotations
 
 import argparse
 import hmac
-import secrets
 from collections.abc import Awaitable, Callable, MutableMapping
 from http.cookies import SimpleCookie
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlencode
 
-from cdc_lake.stack.process import write_private
+from cdc_lake.stack.process import private_token
 
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
@@ -41,12 +40,8 @@ REFUSED = (
 
 
 def ensure_token(path: Path) -> str:
-    """The token in ``path``: read, or made once at random in a 0600 file."""
-    if path.is_file() and (token := path.read_text().strip()):
-        return token
-    token = secrets.token_urlsafe(32)
-    write_private(path, token + "\n")
-    return token
+    """The UI's token in ``path``: read, or made once at random in a 0600 file."""
+    return private_token(path)
 
 
 def cookie_name(port: int) -> str:

@@ -101,7 +101,7 @@ class SlotLag:
     @property
     def lost(self) -> bool:
         """Invalidated: the WAL it needed is gone, so its consumer can never resume from it."""
-        return self.wal_status == "lost" or self.restart_lag_bytes is None
+        return self.wal_status == "lost"
 
 
 def slot_lag(conn: PgConnection, slot: str) -> SlotLag | None:

@@ -37,7 +37,6 @@ import hmac
 import http.client
 import json
 import os
-import secrets
 import signal
 import sys
 import threading
@@ -47,7 +46,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from cdc_lake.stack.process import write_private
+from cdc_lake.stack.process import private_token
 from cdc_lake.stack.settings import StackSettings
 
 SERVICE = "lake_server"
@@ -59,9 +58,7 @@ def token_path(settings: StackSettings) -> Path:
 
 def ensure_token(settings: StackSettings) -> None:
     """A random token in a 0600 file, made once; the server and its clients read it."""
-    path = token_path(settings)
-    if not path.is_file() or not path.read_text().strip():
-        write_private(path, secrets.token_urlsafe(24) + "\n")
+    private_token(token_path(settings), nbytes=24)
 
 
 class LakeServerError(RuntimeError):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import signal
 import socket
 import subprocess
@@ -55,6 +56,15 @@ def write_private(path: Path, text: str) -> None:
     os.fchmod(fd, 0o600)
     with os.fdopen(fd, "w") as f:
         f.write(text)
+
+
+def private_token(path: Path, nbytes: int = 32) -> str:
+    """The token in ``path``: read, or made once at random in a 0600 file (``write_private``)."""
+    if path.is_file() and (token := path.read_text().strip()):
+        return token
+    token = secrets.token_urlsafe(nbytes)
+    write_private(path, token + "\n")
+    return token
 
 
 class StackError(RuntimeError):
