@@ -6,7 +6,17 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaException, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+
+
+# Errors of a partition whose leader is being elected: they pass once it is.
+_LEADER_MOVING = frozenset(
+    {
+        KafkaError.NOT_LEADER_FOR_PARTITION,
+        KafkaError.LEADER_NOT_AVAILABLE,
+        KafkaError.UNKNOWN_TOPIC_OR_PART,
+    }
+)
 
 
 def inspector(conf: Mapping[str, Any]) -> Consumer:
@@ -23,7 +33,11 @@ def inspector(conf: Mapping[str, Any]) -> Consumer:
 
 
 def end_offsets(conf: Mapping[str, Any], topic: str, timeout_s: float = 10.0) -> dict[int, int]:
-    """High watermark per partition. Raises KeyError if the topic does not exist."""
+    """High watermark per partition. Raises KeyError if the topic does not exist.
+
+    A partition whose leader is being elected (a topic just created, a broker just restarted)
+    answers with a retriable error; it is asked again until ``timeout_s`` has passed."""
+    deadline = time.monotonic() + timeout_s
     consumer = inspector(conf)
     try:
         meta = consumer.list_topics(topic, timeout=timeout_s)
@@ -32,7 +46,19 @@ def end_offsets(conf: Mapping[str, Any], topic: str, timeout_s: float = 10.0) ->
             raise KeyError(f"Kafka topic {topic!r} does not exist")
         out = {}
         for p in sorted(info.partitions):
-            _, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout_s)
+            while True:
+                left = max(deadline - time.monotonic(), 0.5)
+                try:
+                    _, high = consumer.get_watermark_offsets(
+                        TopicPartition(topic, p), timeout=left
+                    )
+                    break
+                except KafkaException as e:
+                    err = e.args[0]
+                    moving = err.retriable() or err.code() in _LEADER_MOVING
+                    if not moving or time.monotonic() >= deadline:
+                        raise
+                    time.sleep(0.2)
             out[p] = high
         return out
     except KafkaException as e:
