@@ -8,7 +8,6 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
-
 # Errors of a partition whose leader is being elected: they pass once it is.
 _LEADER_MOVING = frozenset(
     {
