@@ -14,6 +14,7 @@ from cdc_lake.defs.keys import HUDI_KEY
 from cdc_lake.defs.lake.assets import cdc_events_hudi
 from cdc_lake.defs.marts.assets import order_items
 from cdc_lake.resources.local import local_resources
+from cdc_lake.spark_apps.params import UpsertReport
 from cdc_lake.stack import LocalStack
 from cdc_lake.testing.synthetic import SyntheticLake, event
 
@@ -50,4 +51,4 @@ def new_commit(result: dg.ExecuteInProcessResult) -> bool:
         for e in result.get_asset_materialization_events()
         if e.materialization.asset_key == HUDI_KEY
     )
-    return bool(mat.metadata["new_commit"].value)
+    return bool(mat.metadata[UpsertReport.NEW_COMMIT].value)

@@ -33,6 +33,7 @@ from typing import Any
 
 from cdc_lake.instance import TRIGGER_TAG
 from cdc_lake.source.captured import TABLES, CapturedTable
+from cdc_lake.spark_apps.params import UpsertReport
 from cdc_lake.stack.settings import StackSettings
 
 # The figures printed per asset, by the start of their metadata key (units may follow).
@@ -41,7 +42,7 @@ HUDI_FIGURES = (
     "events_read",
     "events_upserted",
     "records_",
-    "commit_instant",
+    UpsertReport.COMMIT_INSTANT,
     "schema_version",
 )
 ITEMS_FIGURES = ("dagster/row_count", "total_revenue", "customers")

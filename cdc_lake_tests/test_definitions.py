@@ -58,9 +58,13 @@ def test_definitions_hold_the_pipeline():
         for upstream, downstream in zip(line, line[1:], strict=False):
             parents = graph.get(dg.AssetKey.from_user_string(downstream)).parent_keys
             assert parents == {dg.AssetKey.from_user_string(upstream)}, (downstream, parents)
-    for key in chain + customers:
-        node = graph.get(dg.AssetKey.from_user_string(key))
-        assert node.owners and node.kinds and node.description and node.group_name
+    # Each stage's assets carry the group, owners and a stage tag that is their folder's name.
+    stages = ["source", "streaming", "raw", "lake", "marts"]
+    for line in (chain, customers):
+        for key, stage in zip(line, stages, strict=False):
+            node = graph.get(dg.AssetKey.from_user_string(key))
+            assert node.owners and node.kinds and node.description, key
+            assert node.group_name == "cdc_pipeline" and node.tags["stage"] == stage, key
     checks = {c.name for c in repo.asset_graph.asset_check_keys}
     assert {"order_id_unique", "no_deleted_orders", "matches_source", "revenue_non_negative",
             "orders_exist_in_lake", "no_quarantined_lines", "replication_slot_lag",
@@ -97,3 +101,14 @@ def test_runs_share_one_process_and_spark_session():
     loaded = defs() if not isinstance(defs, dg.Definitions) else defs
     job = loaded.resolve_job_def("lake_refresh")
     assert job.executor_def.name == dg.in_process_executor.name
+
+
+def test_stage_attrs_take_the_stage_from_the_module():
+    from cdc_lake.defs import LAKE_FRESHNESS, stage_attrs
+
+    attrs = stage_attrs("cdc_lake.defs.marts.assets", owners=["team:analytics"], fresh=True)
+    assert attrs["tags"] == {"stage": "marts"} and attrs["owners"] == ["team:analytics"]
+    assert attrs["freshness_policy"] == LAKE_FRESHNESS
+    assert "freshness_policy" not in stage_attrs("cdc_lake.defs.raw.assets")
+    with pytest.raises(ValueError, match="not a module of a stage folder"):
+        stage_attrs("cdc_lake.defs")

@@ -23,6 +23,7 @@ from dagster._core.storage.asset_check_execution_record import (
 )
 
 from cdc_lake.defs.keys import HUDI_KEY
+from cdc_lake.spark_apps.params import UpsertReport
 
 
 def latest_materialization(
@@ -76,7 +77,7 @@ def carried_check_results(
 
 def checkpoint_of(metadata: dict[str, dg.MetadataValue]) -> dict | None:
     """The checkpoint a Hudi materialization's metadata records, or None."""
-    stored = metadata.get("checkpoint")
+    stored = metadata.get(UpsertReport.CHECKPOINT)
     value = stored.value if stored is not None else None
     return value if isinstance(value, dict) else None
 

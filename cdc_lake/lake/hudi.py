@@ -69,7 +69,7 @@ class HudiTableConfig:
     table_name: str = "cdc_events"
     table_type: str = "COPY_ON_WRITE"
     partition_field: str = "order_year"  # "" for a non-partitioned table
-    delete_mode: str = "hard"  # or "soft"
+    delete_mode: O.DeleteMode = "hard"
     parallelism: int = 2
     compaction_delta_commits: int = 5  # MERGE_ON_READ: compact inline after this many
     index_type: str = "RECORD_INDEX"  # or "GLOBAL_SIMPLE"

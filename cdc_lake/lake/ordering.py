@@ -34,7 +34,7 @@ Idempotency
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal, get_args
 
 from pyspark.sql import Column, Window
 from pyspark.sql import functions as F
@@ -49,7 +49,9 @@ ORDERING_FIELD = "cdc_ordering"
 OP_RANK = {"d": 3, "u": 2, "c": 1, "r": 0}
 # cdc_ordering pads ts to 15 and lsn to 20 digits; values outside that range would break it.
 MAX_SOURCE_TS_MS = 10**15 - 1
-DELETE_MODES = ("hard", "soft")
+# hard: a delete removes the row; soft: it stays, flagged ``is_deleted`` (readers filter on it).
+DeleteMode = Literal["hard", "soft"]
+DELETE_MODES: tuple[DeleteMode, ...] = get_args(DeleteMode)
 
 
 def ordering(ts: Column, lsn: Column) -> Column:
@@ -80,7 +82,7 @@ def latest_per_key(rows: DataFrame, key: str = OUTBOX.key) -> DataFrame:
     )
 
 
-def with_delete_marker(rows: DataFrame, delete_mode: str) -> DataFrame:
+def with_delete_marker(rows: DataFrame, delete_mode: DeleteMode) -> DataFrame:
     """The rows as Hudi must receive them: with hard deletes, ``_hoodie_is_deleted`` set from
     ``is_deleted``; with soft deletes, unchanged."""
     if delete_mode == "hard":

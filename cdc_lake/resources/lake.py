@@ -17,6 +17,7 @@ import dagster as dg
 
 from cdc_lake.aws.glue import glue_sync_options
 from cdc_lake.lake.hudi import HudiTableConfig
+from cdc_lake.lake.ordering import DeleteMode
 from cdc_lake.lake.schema import SourceColumn
 from cdc_lake.lake.tables import declared_columns
 from cdc_lake.marts.items_table import ItemsTableConfig
@@ -42,7 +43,7 @@ class LakeResource(dg.ConfigurableResource):
     quarantine_prefix: str = "quarantine/cdc_events"
     table_type: str = _TABLE["table_type"]
     partition_field: str = _TABLE["partition_field"]
-    delete_mode: str = _TABLE["delete_mode"]
+    delete_mode: DeleteMode = _TABLE["delete_mode"]
     quarantine: bool = False
     # A longer raw line is a bad line ("line N is X MB, over the limit of Y MB"), not parsed.
     max_line_mb: float = _PARAMS["max_line_mb"]

@@ -22,6 +22,7 @@ from typing import Any
 import dagster as dg
 from dagster_aws.s3 import S3Resource
 
+from cdc_lake.prod_env import EnvReader, ProdSettingsError
 from cdc_lake.resources.lake import LakeResource
 from cdc_lake.resources.source import PostgresResource
 from cdc_lake.resources.spark import EmrServerlessLauncher, EmrStepLauncher, SparkLauncher
@@ -33,10 +34,9 @@ from cdc_lake.resources.streaming import (
     MskConnectResource,
 )
 from cdc_lake.streaming.connect_config import CdcConnectorSettings
-from cdc_lake.streaming.msk.env import EnvReader, ProdSettingsError
 from cdc_lake.streaming.msk.settings import MskConnectSettings
 
-__all__ = [  # ProdSettingsError is env.py's, re-exported
+__all__ = [  # ProdSettingsError is prod_env's, re-exported
     "SPARK_TARGETS",
     "ProdSettings",
     "ProdSettingsError",

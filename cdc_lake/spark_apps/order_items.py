@@ -54,7 +54,7 @@ from cdc_lake.marts.items_table import (
 )
 from cdc_lake.marts.order_items import flatten_order_items, preview_markdown, read_order_items
 from cdc_lake.source.captured import OUTBOX
-from cdc_lake.spark_apps.params import OrderItemsParams
+from cdc_lake.spark_apps.params import OrderItemsParams, OrderItemsReport
 from cdc_lake.spark_apps.report import AppReport, meta
 
 if TYPE_CHECKING:
@@ -216,10 +216,10 @@ def _report(items: ItemsTableConfig, build: _Build, newest: CommitInfo) -> AppRe
         "dagster/row_count": meta(sums["rows"], "int"),
         "total_revenue_usd": meta(round(float(sums["revenue"]), 2), "float"),
         "customers": meta(sums["customers"], "int"),
-        "customer_stats": meta(customer_rows(build.figures), "json"),
+        OrderItemsReport.CUSTOMER_STATS: meta(customer_rows(build.figures), "json"),
         "preview": meta(build.preview, "md"),
         "path": meta(items.base_path, "path"),
-        "hudi_commit_instant": meta(newest.instant, "text"),
+        OrderItemsReport.HUDI_COMMIT_INSTANT: meta(newest.instant, "text"),
         "build": meta(build.kind, "text"),
         "orders_rebuilt": meta(build.orders_rebuilt, "int"),
         "lines_upserted": meta(build.upserted, "int"),
@@ -231,10 +231,12 @@ def _report(items: ItemsTableConfig, build: _Build, newest: CommitInfo) -> AppRe
     if build.reason:
         report.metadata["full_build_reason"] = meta(build.reason, "text")
     bad = sums["bad_revenue_lines"]
-    report.check("revenue_non_negative", bad == 0, negative_or_null_revenue=meta(bad, "int"))
+    report.check(
+        OrderItemsReport.REVENUE_CHECK, bad == 0, negative_or_null_revenue=meta(bad, "int")
+    )
     scope = {"full": "whole table", "incremental": "lines this build wrote"}.get(build.kind, "")
     report.check(
-        "orders_exist_in_lake",
+        OrderItemsReport.ORDERS_EXIST_CHECK,
         build.orphans == 0,
         orphan_rows=meta(build.orphans, "int"),
         scope=meta(scope or "nothing written", "text"),

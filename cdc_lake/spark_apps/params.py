@@ -8,13 +8,17 @@ a parameter carries (``HudiTableConfig``, ``ItemsTableConfig``), and ``LakeResou
 own defaults from here. ``from_json`` refuses a field it does not know and a required field that
 is missing, naming them, so a Dagster side and an app of different versions fail at once,
 before anything is read or written, instead of running on a default.
+
+What the apps report back (``AppReport``: metadata and check results) is read by name on the
+Dagster side; those names are declared here too (``UpsertReport``, ``OrderItemsReport``), and the
+lake's per-table check names with each captured table (``cdc_lake/source/captured.py``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import MISSING, asdict, dataclass, fields
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Final
 
 from cdc_lake.lake.hudi import HudiTableConfig
 from cdc_lake.lake.ingest import DEFAULT_MAX_LINE_MB
@@ -111,3 +115,22 @@ AppParams = UpsertParams | OrderItemsParams
 APPS: dict[str, type[UpsertParams] | type[OrderItemsParams]] = {
     p.APP: p for p in (UpsertParams, OrderItemsParams)
 }
+
+
+class UpsertReport:
+    """The upsert app's metadata keys that Dagster reads back."""
+
+    COMMIT_INSTANT: Final = "commit_instant"  # the newest commit's instant, "none" before one
+    NEW_COMMIT: Final = "new_commit"  # whether this run committed
+    CHECKPOINT: Final = "checkpoint"  # the table's checkpoint after the run (the sensor's)
+    LIVE_KEY_DIGEST: Final = "live_key_digest"  # what matches_source compares
+    LAKE_SCHEMA: Final = "lake_schema"  # the lake's columns and their version
+
+
+class OrderItemsReport:
+    """The order items app's metadata keys and check names that Dagster reads back."""
+
+    HUDI_COMMIT_INSTANT: Final = "hudi_commit_instant"  # the Hudi commit the build reached
+    CUSTOMER_STATS: Final = "customer_stats"  # the chart's rows
+    REVENUE_CHECK: Final = "revenue_non_negative"
+    ORDERS_EXIST_CHECK: Final = "orders_exist_in_lake"

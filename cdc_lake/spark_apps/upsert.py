@@ -25,10 +25,11 @@ from typing import TYPE_CHECKING, Any
 from cdc_lake.lake.digest import empty_digest
 from cdc_lake.lake.hudi import latest_commit, table_exists
 from cdc_lake.lake.ingest import RawSource, ingest_new_files
+from cdc_lake.lake.ordering import DeleteMode
 from cdc_lake.lake.schema import SourceColumn
 from cdc_lake.lake.table_state import TableState, evaluate
 from cdc_lake.source.captured import OUTBOX, RESCAN_CHECK, CapturedTable, captured
-from cdc_lake.spark_apps.params import UpsertParams
+from cdc_lake.spark_apps.params import UpsertParams, UpsertReport
 from cdc_lake.spark_apps.report import AppReport, meta
 
 if TYPE_CHECKING:
@@ -56,8 +57,8 @@ def run_upsert(spark: SparkSession, s3_client: Any, params: UpsertParams) -> App
     commit = result.committed or (latest_commit(spark, table.base_path) if exists else None)
     report = AppReport()
     report.metadata = {
-        "commit_instant": meta(commit.instant if commit else "none", "text"),
-        "new_commit": meta(result.committed is not None, "bool"),
+        UpsertReport.COMMIT_INSTANT: meta(commit.instant if commit else "none", "text"),
+        UpsertReport.NEW_COMMIT: meta(result.committed is not None, "bool"),
         "records_inserted": meta(commit.inserts if commit else 0, "int"),
         "records_updated": meta(commit.updates if commit else 0, "int"),
         "records_deleted": meta(commit.deletes if commit else 0, "int"),
@@ -74,15 +75,15 @@ def run_upsert(spark: SparkSession, s3_client: Any, params: UpsertParams) -> App
         "ignored_raw_keys_sample": meta(result.ignored_keys[:10], "json"),
         "table_path": meta(table.base_path, "path"),
         "table_type": meta(table.table_type, "text"),
-        "checkpoint": meta(result.checkpoint, "json"),
+        UpsertReport.CHECKPOINT: meta(result.checkpoint, "json"),
         "s3_list_requests": meta(result.list_requests, "int"),
         "seconds": meta(round(result.seconds, 2), "float"),
     }
     if schema is not None:
-        report.metadata["lake_schema"] = meta(schema.to_json(), "json")
+        report.metadata[UpsertReport.LAKE_SCHEMA] = meta(schema.to_json(), "json")
     if not exists:
         report.metadata["dagster/row_count"] = meta(0, "int")
-        report.metadata["live_key_digest"] = meta(empty_digest(schema=schema), "json")
+        report.metadata[UpsertReport.LIVE_KEY_DIGEST] = meta(empty_digest(schema=schema), "json")
         reason = meta("table does not exist yet: no raw files ingested", "text")
         for name in (declared.key_unique_check, declared.no_deleted_check, RESCAN_CHECK):
             report.check(name, False, reason=reason)
@@ -105,12 +106,12 @@ def _list(columns: tuple[SourceColumn, ...] | None) -> list[SourceColumn] | None
 
 
 def report_state(
-    report: AppReport, state: TableState, delete_mode: str, declared: CapturedTable = OUTBOX
+    report: AppReport, state: TableState, delete_mode: DeleteMode, declared: CapturedTable = OUTBOX
 ) -> None:
     """The table state's metadata and the key and delete checks, into the app's report."""
     mode = meta(state.mode, "text")
     report.metadata["dagster/row_count"] = meta(state.table_rows, "int")
-    report.metadata["live_key_digest"] = meta(state.digest, "json")
+    report.metadata[UpsertReport.LIVE_KEY_DIGEST] = meta(state.digest, "json")
     report.metadata["checks_mode"] = mode
     report.check(declared.key_unique_check, state.duplicated_keys == 0,
                  duplicated_keys=meta(state.duplicated_keys, "int"),

@@ -55,3 +55,11 @@ def test_a_mismatch_names_the_fields_before_anything_runs():
         run_app(None, None, "merge", {})  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="delete_mode"):
         UpsertParams.from_json({**wire, "table": {**wire["table"], "delete_mode": "soft-ish"}})
+
+
+def test_delete_mode_is_hard_or_soft_on_both_sides():
+    assert LakeResource(lake_bucket="lake", delete_mode="soft").upsert_params(
+        CdcPipelineResource(raw_bucket="raw")
+    ).table.delete_mode == "soft"
+    with pytest.raises(ValueError, match="delete_mode"):
+        LakeResource(lake_bucket="lake", delete_mode="soft-ish")  # type: ignore[arg-type]

@@ -38,7 +38,7 @@ import dagster as dg
 from dagster_aws.s3 import S3Resource
 from pydantic import Field
 
-from cdc_lake.defs import LAKE_FRESHNESS, PIPELINE_GROUP
+from cdc_lake.defs import stage_attrs
 from cdc_lake.defs.keys import KEYS, TableKeys
 from cdc_lake.defs.unchanged import (
     carried_check_results,
@@ -61,6 +61,7 @@ from cdc_lake.resources.source import PostgresResource
 from cdc_lake.resources.spark import SparkLauncher
 from cdc_lake.resources.streaming import CdcPipelineResource
 from cdc_lake.source.captured import OUTBOX, RESCAN_CHECK, CapturedTable
+from cdc_lake.spark_apps.params import UpsertReport
 
 
 class LakeRefreshConfig(dg.Config):
@@ -99,11 +100,8 @@ def hudi_table_asset(k: TableKeys) -> dg.AssetsDefinition:
         key=k.hudi,
         deps=[k.raw],
         description=_description(table),
-        group_name=PIPELINE_GROUP,
-        freshness_policy=LAKE_FRESHNESS,
         kinds={"hudi", "spark", "s3"},
-        owners=["team:data-platform"],
-        tags={"stage": "lake"},
+        **stage_attrs(__name__, fresh=True),
         check_specs=[
             dg.AssetCheckSpec(
                 table.key_unique_check,
@@ -144,7 +142,7 @@ def hudi_table_asset(k: TableKeys) -> dg.AssetsDefinition:
             same := _nothing_new(context, s3, cdc, lake, previous, source_columns, k)
         ) is not None:
             return same
-        state = previous[1].get("live_key_digest") if previous else None
+        state = previous[1].get(UpsertReport.LIVE_KEY_DIGEST) if previous else None
         params = lake.upsert_params(
             cdc,
             config.replay_from_offset,
@@ -157,8 +155,8 @@ def hudi_table_asset(k: TableKeys) -> dg.AssetsDefinition:
             table=k.table,
         )
         outcome = spark_jobs.run(context, params)
-        instant = str(outcome.metadata["commit_instant"].value)
-        if not outcome.metadata["new_commit"].value:
+        instant = str(outcome.metadata[UpsertReport.COMMIT_INSTANT].value)
+        if not outcome.metadata[UpsertReport.NEW_COMMIT].value:
             context.log.info(
                 f"no new raw lines since the checkpoint: nothing committed ({instant})"
             )
@@ -167,10 +165,10 @@ def hudi_table_asset(k: TableKeys) -> dg.AssetsDefinition:
         if (when := instant_time(instant)) is not None:
             # First on the asset's page: when the lake last changed, readable.
             lead["commit_time"] = dg.MetadataValue.timestamp(when)
-        if (schema_meta := outcome.metadata.get("lake_schema")) is not None:
+        if (schema_meta := outcome.metadata.get(UpsertReport.LAKE_SCHEMA)) is not None:
             schema = LakeSchema.from_json(schema_meta.value)
             extra |= schema_metadata(schema)
-            old = previous[1].get("lake_schema") if previous else None
+            old = previous[1].get(UpsertReport.LAKE_SCHEMA) if previous else None
             old_schema = (
                 LakeSchema.from_json(old.value) if old and isinstance(old.value, dict) else None
             )
@@ -235,14 +233,14 @@ def _nothing_new(
     if previous is None:
         return None
     meta = previous[1]
-    recorded = meta.get("lake_schema")
+    recorded = meta.get(UpsertReport.LAKE_SCHEMA)
     if recorded is None or not isinstance(recorded.value, dict):
         return None
     taken = sorted((c.name, c.source_type) for c in LakeSchema.from_json(recorded.value).live)
     if source_columns is not None and taken != sorted((c.name, c.pg_type) for c in source_columns):
         context.log.info("the source's columns changed since the last run")
         return None
-    instant = meta.get("commit_instant")
+    instant = meta.get(UpsertReport.COMMIT_INSTANT)
     checkpoint = checkpoint_of(meta)
     if instant is None or instant.value == "none" or not checkpoint or is_legacy(checkpoint):
         return None

@@ -36,6 +36,7 @@ from cdc_lake.resources.lake import LakeResource
 from cdc_lake.resources.source import PostgresResource
 from cdc_lake.resources.streaming import CdcPipelineResource, KafkaResource
 from cdc_lake.source.captured import OUTBOX
+from cdc_lake.spark_apps.params import UpsertReport
 from cdc_lake.streaming.topics import committed_offsets, end_offsets
 
 
@@ -78,7 +79,7 @@ def lake_checks(k: TableKeys) -> list[dg.AssetChecksDefinition]:
         cdc: CdcPipelineResource,
     ) -> dg.AssetCheckResult:
         lake_meta = _latest_lake_metadata(context, k)
-        lake_digest = (lake_meta or {}).get("live_key_digest")
+        lake_digest = (lake_meta or {}).get(UpsertReport.LIVE_KEY_DIGEST)
         if lake_meta is None or lake_digest is None:
             return dg.AssetCheckResult(
                 passed=False, description="the Hudi table has not been materialized yet"
@@ -127,7 +128,7 @@ def lake_checks(k: TableKeys) -> list[dg.AssetChecksDefinition]:
             return dg.AssetCheckResult(passed=True, metadata=meta)
         # Not equal: is the lake merely behind? Pending raw objects, records the sink has not
         # flushed, or topic offsets past the lake's checkpoint all mean it is.
-        stored = lake_meta.get("checkpoint") or None
+        stored = lake_meta.get(UpsertReport.CHECKPOINT) or None
         topic = cdc.topic_of(k.table)
         plan = pending(s3.get_client(), cdc.raw_bucket, RawLayout(cdc.raw_prefix, topic), stored)
         conf = kafka.client_conf()
@@ -162,7 +163,7 @@ def lake_checks(k: TableKeys) -> list[dg.AssetChecksDefinition]:
     def schema_matches_source(
         context: dg.AssetCheckExecutionContext, postgres: PostgresResource
     ) -> dg.AssetCheckResult:
-        recorded = (_latest_lake_metadata(context, k) or {}).get("lake_schema")
+        recorded = (_latest_lake_metadata(context, k) or {}).get(UpsertReport.LAKE_SCHEMA)
         if not isinstance(recorded, dict):
             return dg.AssetCheckResult(
                 passed=False,

@@ -20,13 +20,14 @@ import dagster as dg
 from dagster_aws.s3 import S3Resource
 from pydantic import Field
 
-from cdc_lake.defs import LAKE_FRESHNESS, PIPELINE_GROUP
+from cdc_lake.defs import stage_attrs
 from cdc_lake.defs.keys import HUDI_KEY, ORDER_ITEMS_KEY
 from cdc_lake.defs.unchanged import carried_check_results, carried_metadata, latest_materialization
 from cdc_lake.lake.timeline import instant_time, newest_commit_instant
 from cdc_lake.marts.chart import CURRENCY_SYMBOL, bars_markdown, chart_markdown, chart_png
 from cdc_lake.resources.lake import LakeResource
 from cdc_lake.resources.spark import SparkLauncher
+from cdc_lake.spark_apps.params import OrderItemsReport
 
 
 class OrderItemsConfig(dg.Config):
@@ -40,17 +41,16 @@ class OrderItemsConfig(dg.Config):
 @dg.asset(
     key=ORDER_ITEMS_KEY,
     deps=[HUDI_KEY],
-    group_name=PIPELINE_GROUP,
-    freshness_policy=LAKE_FRESHNESS,
     kinds={"spark", "hudi", "s3"},
-    owners=["team:analytics"],
-    tags={"stage": "marts"},
+    **stage_attrs(__name__, owners=["team:analytics"], fresh=True),
     check_specs=[
         dg.AssetCheckSpec(
-            "revenue_non_negative", asset=ORDER_ITEMS_KEY, description="revenue >= 0 on every row"
+            OrderItemsReport.REVENUE_CHECK,
+            asset=ORDER_ITEMS_KEY,
+            description="revenue >= 0 on every row",
         ),
         dg.AssetCheckSpec(
-            "orders_exist_in_lake",
+            OrderItemsReport.ORDERS_EXIST_CHECK,
             asset=ORDER_ITEMS_KEY,
             description="every row's order exists in the Hudi table",
         ),
@@ -69,7 +69,7 @@ def order_items(
         return same
     params = lake.order_items_params(rebuild=config.rebuild)
     outcome = spark_jobs.run(context, params)
-    stats = outcome.metadata["customer_stats"].value
+    stats = outcome.metadata[OrderItemsReport.CUSTOMER_STATS].value
     # The charts first: the UI lists metadata in this order, and shows the short one inline.
     outcome.metadata = {
         "chart": dg.MetadataValue.md(bars_markdown(stats)),
@@ -86,7 +86,7 @@ def order_items(
         f"revenue {CURRENCY_SYMBOL}{m['total_revenue_usd'].value:,.2f}; "
         f"{m['build'].value} build, {m['orders_rebuilt'].value} orders rebuilt"
     )
-    built_from = str(outcome.metadata["hudi_commit_instant"].value)
+    built_from = str(outcome.metadata[OrderItemsReport.HUDI_COMMIT_INSTANT].value)
     if (when := instant_time(built_from)) is not None:
         extra["hudi_commit_time"] = dg.MetadataValue.timestamp(when)
     extra["unchanged"] = dg.MetadataValue.bool(False)
@@ -99,7 +99,7 @@ def _unchanged(
 ) -> dg.MaterializeResult | None:
     """The carried-forward result when the items were built from the table's newest commit."""
     previous = latest_materialization(context.instance, ORDER_ITEMS_KEY)
-    built_from = previous[1].get("hudi_commit_instant") if previous else None
+    built_from = previous[1].get(OrderItemsReport.HUDI_COMMIT_INSTANT) if previous else None
     if previous is None or built_from is None or built_from.value == "none":
         return None
     client = s3.get_client()

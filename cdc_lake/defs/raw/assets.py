@@ -49,7 +49,7 @@ def _description(k: TableKeys) -> str:
 
 @dg.multi_asset(
     name="raw_cdc_files",
-    specs=[stage_spec(k.raw, "raw", {"s3", "kafka"}, _description(k), [k.topic]) for k in KEYS],
+    specs=[stage_spec(__name__, k.raw, {"s3", "kafka"}, _description(k), [k.topic]) for k in KEYS],
 )
 def raw_cdc_files(
     context: dg.AssetExecutionContext,

@@ -15,7 +15,7 @@ import datetime
 
 import dagster as dg
 
-from cdc_lake.defs import PIPELINE_GROUP, stage_spec
+from cdc_lake.defs import stage_attrs, stage_spec
 from cdc_lake.defs.keys import KEYS, OUTBOX_KEY
 from cdc_lake.resources.source import PostgresResource
 from cdc_lake.resources.streaming import CdcPipelineResource
@@ -25,10 +25,8 @@ from cdc_lake.source.database import prepare_source
 
 @dg.asset(
     key=OUTBOX_KEY,
-    group_name=PIPELINE_GROUP,
     kinds={"postgres"},
-    owners=["team:data-platform"],
-    tags={"stage": "source"},
+    **stage_attrs(__name__),
 )
 def cdc_events_outbox(
     context: dg.AssetExecutionContext, postgres: PostgresResource, cdc: CdcPipelineResource
@@ -63,8 +61,8 @@ def cdc_events_outbox(
 # Captured as they are: written by the application, published by the outbox asset above.
 captured_source_tables = [
     stage_spec(
+        __name__,
         k.source,
-        "source",
         {"postgres"},
         f"The source table {k.table.source}, captured as it is (key {k.table.key}): published "
         "for logical replication by the outbox asset.",

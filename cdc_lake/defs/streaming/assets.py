@@ -57,7 +57,7 @@ def _description(k: TableKeys) -> str:
 @dg.multi_asset(
     name="cdc_events_topic",
     specs=[
-        stage_spec(k.topic, "streaming", {"kafka", "debezium"}, _description(k), [k.source])
+        stage_spec(__name__, k.topic, {"kafka", "debezium"}, _description(k), [k.source])
         for k in KEYS
     ],
 )

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from cdc_lake.streaming.msk.env import EnvReader
+from cdc_lake.prod_env import EnvReader
 from cdc_lake.streaming.msk.secrets import (
     SECRETS_PROVIDER,
     SECRETS_PROVIDER_CLASS,

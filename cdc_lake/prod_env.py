@@ -1,5 +1,6 @@
 """How the production settings are read from the environment: one set of rules for the prod
-resources (``cdc_lake/resources/prod.py``) and the MSK Connect settings (``settings.py``).
+resources (``cdc_lake/resources/prod.py``) and the MSK Connect settings
+(``cdc_lake/streaming/msk/settings.py``).
 
 Values are stripped and an empty variable is unset (its default applies). A variable may have
 fallbacks (``CDC_LAKE_AWS_REGION``, then ``AWS_REGION``): the first one set wins. An integer is
