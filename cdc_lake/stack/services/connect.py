@@ -1,0 +1,141 @@
+"""The Kafka Connect worker, with the REST guard that refuses secret references in a
+connector's config (``connectors/rest-guard``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from cdc_lake.stack.process import write_private
+from cdc_lake.stack.services.base import JavaService
+from cdc_lake.streaming.connect_config import DEBEZIUM_TEMPLATE, connector_class
+
+
+class KafkaConnect(JavaService):
+    """A Kafka Connect worker in distributed mode, with Debezium and the S3 sink as plugins.
+
+    Its REST API (loopback only) takes HTTP basic auth: Kafka's ``BasicAuthSecurityRestExtension``
+    with a JAAS file naming ``PropertyFileLoginModule`` and a users file holding the stack's one
+    user (``connect_user``, the ``connect_password`` credential), both 0600 in ``conf/``; the JVM
+    gets only the JAAS file's path. A request without the credentials gets 401.
+
+    ``${env:NAME}`` in a connector config resolves only for ``PROVIDER_ENV``, the variables the
+    connectors need (``allowlist.pattern`` of ``EnvVarConfigProvider``); any other reference
+    stays unresolved, so no caller can make the worker echo another variable (the validate
+    endpoint puts resolved values in error messages). ``GUARD`` (``connectors/rest-guard``)
+    lets that one reference into Debezium's ``database.password`` only, with the connector
+    pointed at this stack's PostgreSQL; any other reference, anywhere, gets 400. The S3 sink
+    reads its keys from the AWS SDK's default chain (``AWS_ACCESS_KEY_ID`` and
+    ``AWS_SECRET_ACCESS_KEY`` in the worker's environment), as on MSK Connect, so they are not
+    resolvable through the provider.
+    """
+
+    name = "connect"
+    ports = ("connect",)
+    main_class = "org.apache.kafka.connect.cli.ConnectDistributed"
+    classpath = "connect"
+    heap = "1g"
+    # The only variables ${env:...} resolves: the Debezium connector's replication password.
+    PROVIDER_ENV = ("CDC_LAKE_REPLICATION_PASSWORD",)
+    GUARD = "io.cdclake.connect.rest.SecretReferenceGuard"
+
+    @property
+    def conf(self) -> Path:
+        return self.s.conf_dir / "connect-distributed.properties"
+
+    @property
+    def jaas_conf(self) -> Path:
+        return self.s.conf_dir / "connect-jaas.conf"
+
+    @property
+    def users_file(self) -> Path:
+        return self.s.conf_dir / "connect-users.properties"
+
+    def prepare(self) -> None:
+        super().prepare()
+        user, password = self.s.connect_auth
+        # Properties syntax: "user: password"; a backslash in the password must be escaped.
+        write_private(self.users_file, f"{user}: {password.replace(chr(92), chr(92) * 2)}\n")
+        write_private(
+            self.jaas_conf,
+            "KafkaConnect {\n"
+            "  org.apache.kafka.connect.rest.basic.auth.extension.PropertyFileLoginModule\n"
+            "  required\n"
+            f'  file="{self.users_file}";\n'
+            "};\n",
+        )
+        allow = "|".join(self.PROVIDER_ENV)
+        self.conf.write_text(
+            f"bootstrap.servers={self.s.kafka_bootstrap}\n"
+            "group.id=cdc-lake-connect\n"
+            f"listeners=http://{self.s.host}:{self.s.port('connect')}\n"
+            f"rest.advertised.host.name={self.s.host}\n"
+            f"rest.advertised.port={self.s.port('connect')}\n"
+            "rest.extension.classes="
+            "org.apache.kafka.connect.rest.basic.auth.extension.BasicAuthSecurityRestExtension,"
+            f"{self.GUARD}\n"
+            # The one config provider reference a connector config may hold, where, and the
+            # database it must then point at (connectors/rest-guard).
+            "cdclake.guard.secret.provider=env\n"
+            f"cdclake.guard.secret.variable={self.PROVIDER_ENV[0]}\n"
+            "cdclake.guard.secret.key=database.password\n"
+            f"cdclake.guard.connector.class={connector_class(DEBEZIUM_TEMPLATE)}\n"
+            f"cdclake.guard.pinned.database.hostname={self.s.host}\n"
+            f"cdclake.guard.pinned.database.port={self.s.port('postgres')}\n"
+            f"plugin.path={self.s.plugin_path}\n"
+            "key.converter=org.apache.kafka.connect.json.JsonConverter\n"
+            "value.converter=org.apache.kafka.connect.json.JsonConverter\n"
+            "key.converter.schemas.enable=false\n"
+            "value.converter.schemas.enable=false\n"
+            "config.storage.topic=_cdc_lake_connect_configs\n"
+            "offset.storage.topic=_cdc_lake_connect_offsets\n"
+            "status.storage.topic=_cdc_lake_connect_status\n"
+            "config.storage.replication.factor=1\n"
+            "offset.storage.replication.factor=1\n"
+            "status.storage.replication.factor=1\n"
+            "offset.flush.interval.ms=5000\n"
+            # Secrets in connector configs are read from the environment: ${env:NAME}, for the
+            # allowed names only.
+            "config.providers=env\n"
+            "config.providers.env.class="
+            "org.apache.kafka.common.config.provider.EnvVarConfigProvider\n"
+            f"config.providers.env.param.allowlist.pattern=^({allow})$\n"
+        )
+
+    def jvm_options(self) -> list[str]:
+        return [f"-Djava.security.auth.login.config={self.jaas_conf}"]
+
+    def argv(self) -> list[str]:
+        return self.java_argv(str(self.conf))
+
+    def env(self) -> dict[str, str]:
+        # Connector configs say ${env:NAME}; the values never reach Connect's config topic.
+        c = self.s.credentials
+        return {
+            "CDC_LAKE_REPLICATION_PASSWORD": c.replication_password,
+            # The S3 sink's credentials, through the AWS SDK's default chain.
+            "AWS_ACCESS_KEY_ID": c.s3_access_key,
+            "AWS_SECRET_ACCESS_KEY": c.s3_secret_key,
+        }
+
+    def client(self):
+        from cdc_lake.streaming.connect_client import ConnectClient
+
+        return ConnectClient(self.s.connect_url, timeout_s=10, auth=self.s.connect_auth)
+
+    def healthy(self) -> bool:
+        # /connectors answers only once the herder has joined the group and read its topics.
+        status, _ = self.client().request("GET", "/connectors")
+        return 200 <= status < 300
+
+    def plugins(self) -> list[dict[str, str]]:
+        return self.client().plugins()
+
+    def details(self) -> dict[str, object]:
+        user, password = self.s.connect_auth
+        return {
+            "url": self.s.connect_url,
+            "user": user,
+            "password": password,
+            "plugin_path": str(self.s.plugin_path),
+        }
