@@ -1,5 +1,6 @@
 """Kafka Connect's REST API on the session stack gives no secret away, even to a caller who has
-the Connect password (``connectors/rest-guard``, configured by ``cdc_lake/stack/services/connect.py``).
+the Connect password (``connectors/rest-guard``, configured by
+``cdc_lake/stack/services/connect.py``).
 
 Every plugin's validate endpoint gets, in each of its fields, ``${env:...}`` of each secret
 variable the worker has and ``${file:...}`` of the stack's credentials; no answer contains any
