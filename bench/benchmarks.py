@@ -18,9 +18,9 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from bench.harness import Figure, median, paired
+from bench.synthetic import SyntheticLake, event
 from cdc_lake.lake.ingest import ingest_new_files
 from cdc_lake.raw.objects import list_objects
-from cdc_lake.testing.synthetic import SyntheticLake, event
 
 
 class ListCounter:

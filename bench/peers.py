@@ -69,7 +69,7 @@ DIGEST_SHIFT = 10**7  # digest = sum(order_id * shift + cdc_lsn): the LSNs stay 
 def extra_events(n_events: int) -> list[dict[str, Any]]:
     """The small batch that follows the N events: updates of partition 1's orders, newer than
     every change before them."""
-    from cdc_lake.testing.synthetic import event
+    from bench.synthetic import event
 
     n = min(EVENTS_PER_FILE, max(200, n_events // 100))
     orders = [o for o in range(1, max(1, n_events // 5) + 1) if o % PARTITIONS == 1]

@@ -28,11 +28,11 @@ from pyspark.sql import SparkSession
 
 from bench.harness import Figure, median, paired
 from bench.refresh_lake import ASSETS, new_commit, synthetic_lake
+from bench.synthetic import event
 from cdc_lake.defs.keys import HUDI_KEY
 from cdc_lake.lake.hudi import HudiTableConfig, completed_commits
 from cdc_lake.stack import LocalStack
 from cdc_lake.stack.settings import local_secret_env
-from cdc_lake.testing.synthetic import event
 
 
 def _lake(stack: LocalStack, client: Any, orders: int, table_type: str, say: Callable[[str], None]):

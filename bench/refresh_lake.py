@@ -10,13 +10,13 @@ from typing import Any
 
 import dagster as dg
 
+from bench.synthetic import SyntheticLake, event
 from cdc_lake.defs.keys import HUDI_KEY
 from cdc_lake.defs.lake.assets import cdc_events_hudi
 from cdc_lake.defs.marts.assets import order_items
 from cdc_lake.resources.local import local_resources
 from cdc_lake.spark_apps.params import UpsertReport
 from cdc_lake.stack import LocalStack
-from cdc_lake.testing.synthetic import SyntheticLake, event
 
 ASSETS = [cdc_events_hudi, order_items]
 

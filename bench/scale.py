@@ -41,7 +41,7 @@ TOPIC = "bench.datalake.cdc_events"
 
 def events_for(n_events: int, seed: int = 11):
     """(partition, event) in commit order: N events over N/5 orders, ~1% ending deleted."""
-    from cdc_lake.testing.synthetic import event
+    from bench.synthetic import event
 
     rng = random.Random(seed)
     n_orders = max(1, n_events // 5)
@@ -90,7 +90,7 @@ def put_updates(
     orders of the file's partition, newer than every event before them (round ``round_no``;
     ``stride`` keeps the rounds' LSNs apart). With ``move_every``, one update in that many moves
     its order to another ``order_year`` partition (its ``order_date``). ``offsets`` advances."""
-    from cdc_lake.testing.synthetic import event
+    from bench.synthetic import event
 
     for f in range(n_files):
         p = f % PARTITIONS

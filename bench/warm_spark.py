@@ -19,9 +19,9 @@ from collections.abc import Callable
 from typing import Any
 
 from bench.harness import Figure, median
+from bench.synthetic import SyntheticLake, event
 from cdc_lake.stack import LocalStack
 from cdc_lake.stack.settings import local_secret_env
-from cdc_lake.testing.synthetic import SyntheticLake, event
 
 MODES = ("in_process", "server")
 

@@ -2,8 +2,7 @@
 
 The zip holds the modules the apps import (``cdc_lake.spark_apps``, ``cdc_lake.lake``,
 ``cdc_lake.marts``, ``cdc_lake.raw``, and of ``cdc_lake.source`` only the captured tables'
-declarations; never the test-only ``cdc_lake.testing``) and their
-pure-Python dependency ``dagster_pipes``, copied from this
+declarations) and their pure-Python dependency ``dagster_pipes``, copied from this
 environment so the remote side speaks the same Pipes version as the Dagster process. PySpark,
 Hudi and boto3 come from the EMR image; no jar is shipped.
 

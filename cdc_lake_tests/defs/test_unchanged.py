@@ -8,6 +8,7 @@ from typing import Any
 
 import dagster as dg
 
+from bench.synthetic import SyntheticLake, event
 from cdc_lake.defs.keys import HUDI_KEY, ORDER_ITEMS_KEY
 from cdc_lake.defs.lake.assets import cdc_events_hudi
 from cdc_lake.defs.lake.sensors import SENSOR_RESOURCES, raw_cdc_files_sensor
@@ -16,7 +17,6 @@ from cdc_lake.lake.timeline import newest_commit_instant
 from cdc_lake.resources.local import local_resources
 from cdc_lake.resources.spark import SparkLauncher
 from cdc_lake.stack import LocalStack
-from cdc_lake.testing.synthetic import SyntheticLake, event
 
 ASSETS = [cdc_events_hudi, order_items]
 DATA_VERSION = "dagster/data_version"  # the materialization tag MaterializeResult's version sets

@@ -14,8 +14,8 @@ from cdc_lake.defs.raw.assets import raw_cdc_files
 from cdc_lake.defs.source.assets import cdc_events_outbox
 from cdc_lake.defs.streaming.assets import cdc_events_topic
 from cdc_lake.stack import LocalStack
-from cdc_lake.testing.topics import read_all
 from cdc_lake_tests.ingestion.helpers import metadata, raw_events, wait_for_events
+from cdc_lake_tests.topic_reader import read_all
 
 EPOCH = dt.date(1970, 1, 1)
 

@@ -14,8 +14,8 @@ import pytest
 from cdc_lake.cli import main
 from cdc_lake.stack import LocalStack
 from cdc_lake.streaming.topics import end_offsets
-from cdc_lake.testing.topics import read_all
 from cdc_lake_tests.ingestion.helpers import wait_for_events
+from cdc_lake_tests.topic_reader import read_all
 
 EPOCH = dt.date(1970, 1, 1)
 OUTBOX_SQL = (

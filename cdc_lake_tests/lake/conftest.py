@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from bench.synthetic import SyntheticLake
 from cdc_lake.stack import LocalStack
-from cdc_lake.testing.synthetic import SyntheticLake
 
 
 @pytest.fixture

@@ -8,10 +8,10 @@ from typing import Any
 
 from pyspark.sql import DataFrame, Row, SparkSession
 
+from bench.synthetic import KIND_VALUES
 from cdc_lake.lake.tables import declared_schema
 from cdc_lake.lake.transforms import lines_from_text, parse_raw_lines, split_valid, to_lake_rows
 from cdc_lake.source.captured import OUTBOX
-from cdc_lake.testing.synthetic import KIND_VALUES
 
 KEY = "raw/t.datalake.cdc_events/partition=0/t.datalake.cdc_events+0+00000000000000000000.jsonl"
 

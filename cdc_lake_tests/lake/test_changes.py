@@ -8,11 +8,11 @@ import dataclasses
 
 import pytest
 
+from bench.synthetic import SyntheticLake, event
 from cdc_lake.lake.changes import first_and_last, image_rows, read_changes
 from cdc_lake.lake.hudi import completed_commits
 from cdc_lake.lake.ingest import ingest_new_files, read_table
 from cdc_lake.lake.ordering import live_rows
-from cdc_lake.testing.synthetic import SyntheticLake, event
 
 
 @pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])

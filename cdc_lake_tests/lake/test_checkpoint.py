@@ -10,6 +10,7 @@ import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
+from bench.synthetic import SyntheticLake, event
 from cdc_lake.lake import transforms as T
 from cdc_lake.lake.checkpoint import (
     Checkpoint,
@@ -21,7 +22,6 @@ from cdc_lake.lake.checkpoint import (
 from cdc_lake.lake.hudi import completed_commits, latest_checkpoint
 from cdc_lake.lake.ingest import IngestResult, ingest_new_files, read_table
 from cdc_lake.lake.ordering import latest_per_key
-from cdc_lake.testing.synthetic import SyntheticLake, event
 
 
 def _ingest(spark: SparkSession, lake: SyntheticLake, **kw) -> IngestResult:

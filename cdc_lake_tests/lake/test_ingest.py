@@ -8,6 +8,7 @@ import datetime as dt
 import pytest
 from pyspark.sql import SparkSession
 
+from bench.synthetic import SyntheticLake, event
 from cdc_lake.lake.hudi import completed_commits
 from cdc_lake.lake.ingest import (
     MalformedRawFileError,
@@ -17,7 +18,6 @@ from cdc_lake.lake.ingest import (
     read_table,
 )
 from cdc_lake.stack import LocalStack
-from cdc_lake.testing.synthetic import SyntheticLake, event
 
 EPOCH = dt.date(1970, 1, 1)
 

@@ -10,6 +10,7 @@ from dataclasses import replace
 import pytest
 from pyspark.sql import SparkSession
 
+from bench.synthetic import TOPIC, SyntheticLake, event
 from cdc_lake.lake.checkpoint import pending
 from cdc_lake.lake.hudi import table_exists
 from cdc_lake.lake.ingest import (
@@ -23,7 +24,6 @@ from cdc_lake.lake.ingest import (
 from cdc_lake.raw.objects import MissingBucketError
 from cdc_lake.resources.lake import LakeResource
 from cdc_lake.spark_apps.upsert import run_upsert
-from cdc_lake.testing.synthetic import TOPIC, SyntheticLake, event
 
 
 def _ingest(spark: SparkSession, lake: SyntheticLake, **kw) -> IngestResult:

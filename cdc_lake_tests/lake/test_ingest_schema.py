@@ -10,6 +10,7 @@ import dagster as dg
 import pytest
 from pyspark.sql import SparkSession
 
+from bench.synthetic import SyntheticLake, event
 from cdc_lake.defs.lake.assets import cdc_events_hudi
 from cdc_lake.lake.digest import spark_digest
 from cdc_lake.lake.hudi import completed_commits, latest_schema
@@ -22,7 +23,6 @@ from cdc_lake.resources.local import local_resources
 from cdc_lake.resources.source import PostgresResource
 from cdc_lake.source.captured import OUTBOX
 from cdc_lake.stack import LocalStack
-from cdc_lake.testing.synthetic import SyntheticLake, event
 
 ADDED = SourceColumn("sales_channel", "text")
 

@@ -9,6 +9,7 @@ import time
 
 import dagster as dg
 
+from bench.synthetic import SyntheticLake, event
 from cdc_lake.defs.keys import HUDI_KEY, ORDER_ITEMS_KEY
 from cdc_lake.defs.lake.assets import cdc_events_hudi
 from cdc_lake.defs.lake.checks import matches_source, no_quarantined_lines
@@ -19,7 +20,6 @@ from cdc_lake.resources.local import local_resources
 from cdc_lake.resources.spark import SparkLauncher
 from cdc_lake.stack import LocalStack
 from cdc_lake.streaming.topics import end_offsets, wait_for_consumer
-from cdc_lake.testing.synthetic import SyntheticLake, event
 
 CHECKS = [no_quarantined_lines, matches_source]
 # Evaluated by the Spark apps themselves, declared as the assets' check specs.

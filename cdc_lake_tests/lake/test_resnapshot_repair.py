@@ -19,9 +19,9 @@ from cdc_lake.resources.local import local_resources
 from cdc_lake.stack import LocalStack
 from cdc_lake.streaming.signals import request_snapshot
 from cdc_lake.streaming.topics import end_offsets
-from cdc_lake.testing.topics import read_all
 from cdc_lake_tests.ingestion.helpers import wait_for_events
 from cdc_lake_tests.lake.test_pipeline import catch_up
+from cdc_lake_tests.topic_reader import read_all
 
 
 def _lake(spark: SparkSession, path: str) -> dict[int, tuple]:

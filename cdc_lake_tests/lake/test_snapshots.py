@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 
+from bench.synthetic import SyntheticLake, event
 from cdc_lake.lake.ingest import IngestResult, ingest_new_files, read_table
 from cdc_lake.lake.snapshots import completed_snapshot_ts
 from cdc_lake.lake.transforms import lines_from_text, parse_raw_lines, split_valid
-from cdc_lake.testing.synthetic import SyntheticLake, event
 
 
 def read(order_id: int, ts: int, lsn: int, marker: str, **kw: Any) -> dict[str, Any]:

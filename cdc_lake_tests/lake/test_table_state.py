@@ -11,11 +11,11 @@ import random
 
 import pytest
 
+from bench.synthetic import SyntheticLake, event
 from cdc_lake.lake.digest import compare_digests
 from cdc_lake.lake.hudi import completed_commits, latest_commit
 from cdc_lake.lake.ingest import ingest_new_files
 from cdc_lake.lake.table_state import evaluate, full_state, incremental_state
-from cdc_lake.testing.synthetic import SyntheticLake, event
 
 ORDERS = 60
 

@@ -22,6 +22,7 @@ from botocore.stub import Stubber
 from dagster_aws.pipes import PipesS3MessageReader
 from dagster_pipes import decode_param
 
+from bench.synthetic import SyntheticLake, event
 from cdc_lake.defs.keys import HUDI_KEY, ORDER_ITEMS_KEY
 from cdc_lake.defs.lake.assets import cdc_events_hudi
 from cdc_lake.defs.marts.assets import order_items
@@ -33,7 +34,6 @@ from cdc_lake.resources.spark import EmrServerlessLauncher, EmrStepLauncher, Spa
 from cdc_lake.stack import LocalStack
 from cdc_lake.stack.lake_server import token_path
 from cdc_lake.stack.services import LakeServer
-from cdc_lake.testing.synthetic import SyntheticLake, event
 from cdc_lake_tests.aws.conftest import REGION
 from cdc_lake_tests.aws.emr_sim import EmrSimulator
 

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 
+from bench.synthetic import SyntheticLake, event
 from cdc_lake.lake.hudi import completed_commits
 from cdc_lake.lake.ingest import ingest_new_files, read_table
 from cdc_lake.marts.figures import customer_figures, customer_rows, totals
@@ -21,7 +22,6 @@ from cdc_lake.spark_apps.order_items import run_order_items
 from cdc_lake.spark_apps.params import OrderItemsParams
 from cdc_lake.spark_apps.report import AppReport
 from cdc_lake.stack import LocalStack
-from cdc_lake.testing.synthetic import SyntheticLake, event
 
 CUSTOMERS = ["ALFKI", "BONAP", "CHOPS", "DRACD", "ERNSH", "FOLKO", None]
 YEAR_1996, YEAR_1997 = 9700, 10100  # order_date (days): the table is partitioned by year

@@ -8,12 +8,12 @@ from typing import Any
 
 import dagster as dg
 
+from bench.synthetic import SyntheticLake, event
 from cdc_lake.defs.keys import HUDI_KEY
 from cdc_lake.defs.lake.assets import cdc_events_hudi
 from cdc_lake.defs.lake.jobs import lake_full_check_job
 from cdc_lake.resources.local import local_resources
 from cdc_lake.stack import LocalStack
-from cdc_lake.testing.synthetic import SyntheticLake, event
 
 
 def _meta(result: dg.ExecuteInProcessResult) -> dict[str, Any]:

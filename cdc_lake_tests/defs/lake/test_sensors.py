@@ -8,11 +8,11 @@ import json
 
 import dagster as dg
 
+from bench.synthetic import SyntheticLake, event
 from cdc_lake.defs.lake.assets import cdc_events_hudi
 from cdc_lake.defs.lake.sensors import SENSOR_RESOURCES, raw_cdc_files_sensor
 from cdc_lake.resources.local import local_resources
 from cdc_lake.stack import LocalStack
-from cdc_lake.testing.synthetic import SyntheticLake, event
 
 
 def test_sensor_requests_what_the_lake_lacks_once(local_stack: LocalStack, secret_env):

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import dagster as dg
 
+from bench.synthetic import SyntheticLake, event
 from cdc_lake.defs.lake.assets import cdc_events_hudi
 from cdc_lake.defs.raw.checks import pending_raw_objects
 from cdc_lake.resources.local import local_resources
 from cdc_lake.stack import LocalStack
-from cdc_lake.testing.synthetic import SyntheticLake, event
 
 
 def test_pending_objects_follow_the_lake_checkpoint(local_stack: LocalStack, secret_env):

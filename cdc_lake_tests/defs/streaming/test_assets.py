@@ -15,8 +15,8 @@ from cdc_lake.source.captured import CUSTOMERS, OUTBOX
 from cdc_lake.stack import LocalStack
 from cdc_lake.streaming import connect_config
 from cdc_lake.streaming.topics import wait_for_offsets
-from cdc_lake.testing.topics import read_all
 from cdc_lake_tests.faults.harness import FaultPipeline
+from cdc_lake_tests.topic_reader import read_all
 
 
 @pytest.fixture

@@ -1,1 +1,0 @@
-"""Test-only helpers that the tests and the benchmarks share; never shipped to EMR."""
