@@ -38,6 +38,11 @@ Row hash
     - ``json``, the JSON text as stored: PostgreSQL's jsonb output (``col::text``), which is
       what Debezium sends and the lake keeps byte for byte;
     - ``timestamptz``, microseconds since the epoch (UTC), decimal;
+    - ``float4`` and ``float8`` (``real``, ``double precision``; doubles in the lake), the
+      IEEE 754 bits of the value as a double, as a signed 64-bit decimal: exact, where decimal
+      text would depend on each side's float printing (PostgreSQL's ``float8send``; Java's
+      ``Double.doubleToLongBits`` in Spark, which also folds every NaN into one, as PostgreSQL
+      does);
     - ``text``, ``decimal`` (as Debezium's string), ``bool`` (``true``/``false``): the text.
 
     PostgreSQL hashes ``convert_to(text, 'UTF8')``, so its database encoding does not matter;
@@ -153,6 +158,9 @@ def _spark_text(name: str, kind: str) -> Column:
         return F.unix_date(col).cast("string")
     if kind == "timestamptz":
         return F.unix_micros(col).cast("string")
+    if kind in ("float4", "float8"):
+        bits = F.expr(f"reflect('java.lang.Double', 'doubleToLongBits', `{name}`)")
+        return F.when(col.isNotNull(), bits)  # reflect is not called with a null
     return col.cast("string")
 
 
@@ -206,7 +214,11 @@ def spark_digests(
     from pyspark.sql import functions as F
 
     oid = _spark_key_number(schema)
-    row_hash = F.col(ROW_HASH) if ROW_HASH in rows.columns else spark_row_hash(schema)
+    if ROW_HASH not in rows.columns:
+        # Hashed in a projection: Spark counts ``reflect`` (the float bits) as nondeterministic,
+        # which an aggregate's arguments may not hold.
+        rows = rows.withColumn(ROW_HASH, spark_row_hash(schema))
+    row_hash = F.col(ROW_HASH)
     sums = (
         rows.groupBy(*by, F.pmod(oid, F.lit(buckets)).cast("int").alias("bucket"))
         .agg(
@@ -239,6 +251,8 @@ def _sql_text(name: str, kind: str) -> str:
     if kind == "timestamptz":
         # extract returns numeric (PostgreSQL 14+): exact to the microsecond.
         return f"(extract(epoch FROM {column}) * 1000000)::bigint::text"
+    if kind in ("float4", "float8"):
+        return f"(('x' || encode(float8send({column}::float8), 'hex'))::bit(64)::bigint)::text"
     return f"{column}::text"
 
 

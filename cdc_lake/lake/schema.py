@@ -19,6 +19,11 @@ Evolution (``evolve``), following what Hudi's Spark writer takes
       null. The lake's column order is kept and new columns go at the end.
     - Widening an integer (``smallint`` to ``integer`` to ``bigint``) goes through: the lake
       holds every integer as ``bigint``.
+    - The lake holds every float as ``double``; ``real`` to ``double precision`` stops, like any
+      other change between types of one lake type (text to jsonb): PostgreSQL converts each
+      stored value exactly (real's 1.1 becomes 1.100000023841858), but the raw files hold
+      real's text ("1.1"), which read as a double is another value, and a line does not say
+      which type wrote it; a replay would then change the rows.
     - A column dropped at the source stays in the lake, null from then on (a lake keeps
       history); the ``schema_matches_source`` check names it with WARN severity.
     - Anything else (a type narrowed or changed, a key column changed, a column renamed: the
@@ -86,6 +91,11 @@ KINDS: dict[str, Kind] = {
         Kind("date", "int", "date", "int"),
         # io.debezium.time.ZonedTimestamp: ISO-8601 text; images hold microseconds.
         Kind("timestamptz", "string", "timestamp", "bigint"),
+        # Every float as double, as every integer is a bigint. real is parsed as a float, so
+        # "1.1" (what Debezium writes for real's 1.1) becomes the real's exact value as a double,
+        # which is what PostgreSQL's real::float8 gives; double precision is parsed as a double.
+        Kind("float4", "float", "double", "double"),
+        Kind("float8", "double", "double", "double"),
     )
 }
 
@@ -100,6 +110,8 @@ PG_KINDS = {
     "numeric": "decimal", "decimal": "decimal",
     "date": "date",
     "timestamp with time zone": "timestamptz", "timestamptz": "timestamptz",
+    "real": "float4", "float4": "float4",
+    "double precision": "float8", "float8": "float8", "float": "float8",
 }  # fmt: skip
 
 # A lake type changed into another: only these widenings (Hudi promotes the stored values). The
@@ -142,7 +154,6 @@ class LakeColumn:
     @property
     def lake_type(self) -> str:
         return KINDS[self.kind].lake
-
 
 @dataclass(frozen=True)
 class LakeSchema:
@@ -238,6 +249,8 @@ class LakeSchema:
             elif c.kind == "timestamptz":
                 # try_: null, not an ANSI-mode failure; parsing has already rejected bad text.
                 col = F.try_to_timestamp(col)
+            elif c.kind == "float4":
+                col = col.cast("double")  # exact: every float is a double
             out.append(col.alias(c.name))
         return out
 
@@ -283,7 +296,7 @@ def initial(table: str, key: str, source: Sequence[SourceColumn]) -> LakeSchema:
 def _kind_of_lake_type(spark_type: str) -> str:
     """A lake column with no recorded kind (a table written before the schema was recorded)."""
     by_type = {"int": "int", "bigint": "int", "boolean": "bool", "date": "date",
-               "timestamp": "timestamptz", "string": "text"}  # fmt: skip
+               "timestamp": "timestamptz", "string": "text", "double": "float8"}  # fmt: skip
     return by_type.get(spark_type, "text")
 
 
@@ -342,6 +355,17 @@ def evolve(
             columns.append(LakeColumn(name, kind, None))
             continue
         new = lake_column(src, table)
+        old_kind = known[name].kind if name in known and not known[name].dropped else None
+        if new.lake_type == lake_type and old_kind not in (None, new.kind):
+            raise SchemaChangeError(
+                f"{table}: column {name!r} changed type from {known[name].source_type} to "
+                f"{src.pg_type}, which the lake cannot take: both are {lake_type} in the lake, "
+                "but the values do not carry over exactly (the source converted every stored "
+                "value; the raw files hold the old type's text, which would read differently "
+                "as the new type). Nothing was committed and "
+                "the table is unchanged. Way forward: change the column back at the source, or "
+                "add the new type as a new column."
+            )
         if new.lake_type != lake_type:
             widening = (lake_type, new.lake_type) in WIDENINGS
             if not widening or name == key:

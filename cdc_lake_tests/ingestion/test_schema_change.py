@@ -4,7 +4,8 @@ the refresh loudly, and none is dropped in silence.
 One pipeline of its own (database, connectors, topic, raw prefix, Hudi table: the fault suite's
 ``FaultPipeline``), so altering its outbox disturbs no other test. In order, on one lake table:
 
-1. columns added at the source (text, smallint, boolean, numeric), set on 10 orders, with events
+1. columns added at the source (text, smallint, boolean, numeric, real: 1.1 and NaN, held as
+   the real's exact value), set on 10 orders, with events
    from before the change in the same batch: the lake gets them, earlier rows read null, and
    ``matches_source`` (its digest now covering them) and ``schema_matches_source`` pass. Order
    writes through the triggers go on between the ``ALTER TABLE`` and any change of the
@@ -20,6 +21,8 @@ One pipeline of its own (database, connectors, topic, raw prefix, Hudi table: th
 
 from __future__ import annotations
 
+import math
+import struct
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -39,7 +42,9 @@ from cdc_lake.stack import LocalStack
 from cdc_lake_tests.faults.harness import FaultPipeline
 
 ADDED = {"sales_channel": "text", "priority": "smallint", "gift": "boolean",
-         "discount_total": "numeric(10,2)"}  # fmt: skip
+         "discount_total": "numeric(10,2)", "weight": "real"}  # fmt: skip
+# real's 1.1 as a double: what PostgreSQL's real::float8 gives and what the lake must hold.
+REAL_1_1 = struct.unpack("f", struct.pack("f", 1.1))[0]
 CHECKS = [matches_source, schema_matches_source]
 
 
@@ -146,7 +151,8 @@ def test_schema_changes_reach_the_lake_or_stop_the_refresh(pipeline: FaultPipeli
     sql(
         p,
         "UPDATE datalake.cdc_events SET sales_channel = 'web-' || order_id, priority = 7, "
-        "gift = (order_id %% 2 = 0), discount_total = 12.50 WHERE order_id = ANY(%s)",
+        "gift = (order_id %% 2 = 0), discount_total = 12.50, "
+        "weight = CASE WHEN order_id %% 3 = 0 THEN 'NaN' ELSE 1.1 END WHERE order_id = ANY(%s)",
         (orders,),
     )
     p.workload(changes=10, rate=20, seed=13).finish()  # later order changes keep the values
@@ -166,6 +172,8 @@ def test_schema_changes_reach_the_lake_or_stop_the_refresh(pipeline: FaultPipeli
     for oid in orders:
         assert rows[oid]["sales_channel"] == f"web-{oid}" and rows[oid]["priority"] == 7
         assert rows[oid]["gift"] is (oid % 2 == 0) and rows[oid]["discount_total"] == "12.50"
+        weight = rows[oid]["weight"]
+        assert math.isnan(weight) if oid % 3 == 0 else weight == REAL_1_1 != 1.1
     others = [r for oid, r in rows.items() if oid not in orders]
     assert others and all(r["sales_channel"] is None for r in others)
 

@@ -180,6 +180,60 @@ def test_spark_and_postgres_hash_edge_values_alike(ingested, pg, spark):
     assert diff.content_buckets == (2,) and diff.key_buckets == ()
 
 
+# PostgreSQL's text of real and double precision values: zeros of both signs, NaN, infinities,
+# subnormals, extremes, and values whose decimal text is not their binary value.
+FLOATS = ["1.1", "-0", "0", "NaN", "Infinity", "-Infinity", "1e-45", "3.4028235e+38",
+          "0.1", "123456.79", None]  # fmt: skip
+DOUBLES = ["0.30000000000000004", "-0", "5e-324", "1.7976931348623157e+308", "NaN", "-Infinity",
+           "2.5", "1e+100", "0.1", "-123.456", None]  # fmt: skip
+
+
+def _java_number(text: str | None) -> str:
+    """A float's JSON token as Debezium's converter writes it (Java's Float/Double.toString):
+    NaN and the infinities bare, an integral value with ".0" (so -0 keeps its sign)."""
+    if text is None:
+        return "null"
+    return text if any(c in text for c in ".eNI") else text + ".0"
+
+
+def test_spark_and_postgres_hash_floats_alike(pg, spark):
+    """real and double precision as the pipeline carries them: each value's text in a raw JSON
+    line, parsed and converted by the lake schema, hashes as the source's own value does."""
+    from cdc_lake.lake.schema import SourceColumn, initial
+
+    columns = [SourceColumn("id", "bigint", False), SourceColumn("r", "real"),
+               SourceColumn("d", "double precision")]  # fmt: skip
+    schema = initial("digest_floats", "id", columns)
+    with pg.cursor() as cur:
+        cur.execute("CREATE TEMP TABLE digest_floats (id bigint, r real, d double precision)")
+        for i, (r, d) in enumerate(zip(FLOATS, DOUBLES, strict=True)):
+            cur.execute("INSERT INTO digest_floats VALUES (%s, %s::real, %s::float8)", (i, r, d))
+        cur.execute("SELECT id, r::text, d::text, r::float8 FROM digest_floats ORDER BY id")
+        source = cur.fetchall()
+    pg.commit()
+    lines = [(f'{{"id": {i}, "r": {_java_number(r)}, "d": {_java_number(d)}}}',)
+             for i, r, d, _ in source]  # fmt: skip
+    parsed = spark.createDataFrame(lines, "value string").select(
+        F.from_json("value", schema.raw_struct(), {"mode": "FAILFAST"}).alias("e")
+    )
+    lake = parsed.select("e.*").select(*schema.to_lake())
+    lake_digest = spark_digest(lake, schema=schema)
+    assert len(lake_digest["digest"]) == len(source)  # a bucket per row
+    diff = compare_digests(source_digest(pg, table="digest_floats", schema=schema), lake_digest)
+    assert diff.equal, diff.details
+    # The lake holds real's 1.1 as its exact value, which is not the double 1.1.
+    got = {r["id"]: r["r"] for r in lake.collect()}
+    assert got[0] == source[0][3] == 1.100000023841858 and got[0] != 1.1
+
+    # Sanity of the test itself: the double nearest to "1.1" is a content difference.
+    as_double = lake.withColumn("r", F.when(F.col("id") == 0, F.lit(1.1)).otherwise(F.col("r")))
+    diff = compare_digests(
+        source_digest(pg, table="digest_floats", schema=schema),
+        spark_digest(as_double, schema=schema),
+    )
+    assert diff.content_buckets == (0,) and diff.key_buckets == ()
+
+
 def _checks(result: dg.ExecuteInProcessResult) -> dict[str, dg.AssetCheckEvaluation]:
     return {e.check_name: e for e in result.get_asset_check_evaluations()}
 

@@ -8,6 +8,7 @@ import json
 import pytest
 
 from cdc_lake.lake.schema import (
+    KINDS,
     LakeSchema,
     SchemaChangeError,
     SourceColumn,
@@ -100,7 +101,7 @@ def test_a_dropped_column_stays_in_the_lake_out_of_the_digest():
 @pytest.mark.parametrize(
     ("old", "new"),
     [("text", "integer"), ("integer", "text"), ("date", "timestamp with time zone"),
-     ("jsonb", "boolean")],
+     ("jsonb", "boolean"), ("text", "jsonb"), ("double precision", "real")],
 )  # fmt: skip
 def test_an_incompatible_type_change_stops_naming_table_column_and_types(old, new):
     v1 = initial(TABLE, "id", [*BASE, SourceColumn("c", old)])
@@ -185,3 +186,21 @@ def test_the_declaration_matches_the_catalog(ingested, pg):
     assert all(SourceColumn(n, t).kind == c.kind for (n, t), c in zip(info, catalog, strict=True))
     with pytest.raises(SchemaChangeError, match="no such table"):
         columns_from_catalog(pg, "datalake.no_such_table")
+
+
+def test_floats_are_doubles_in_the_lake_and_real_to_double_stops():
+    v1 = initial(TABLE, "id", [*BASE, SourceColumn("w", "real"), SourceColumn("d", "float8")])
+    assert [(c.kind, c.lake_type) for c in v1.columns[-2:]] == [
+        ("float4", "double"), ("float8", "double")
+    ]
+    assert KINDS["float4"].raw == "float"  # a real's text is parsed as a real
+    with pytest.raises(SchemaChangeError) as err:
+        evolve(TABLE, "id", [*BASE, SourceColumn("w", "double precision"),
+                             SourceColumn("d", "float8")], lake_types(v1), v1)  # fmt: skip
+    text = str(err.value)
+    assert "'w' changed type from real to double precision" in text
+    assert "Nothing was committed" in text and "Way forward" in text
+    # Within one kind nothing stops: float8 and double precision are one type.
+    same = [*BASE, SourceColumn("w", "real"), SourceColumn("d", "double precision")]
+    v2 = evolve(TABLE, "id", same, lake_types(v1), v1)
+    assert [c.kind for c in v2.columns] == [c.kind for c in v1.columns]
