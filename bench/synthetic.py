@@ -17,6 +17,7 @@ from cdc_lake.source.captured import OUTBOX
 KIND_VALUES: dict[str, Any] = {
     "int": 0, "bool": False, "text": "x", "trimmed": "X", "json": "{}", "decimal": "0",
     "date": 0, "timestamptz": "2026-01-01T00:00:00Z", "float4": 0.0, "float8": 0.0,
+    "timestamp_ms": 0, "timestamp_us": 0,
 }  # fmt: skip
 
 # The default pipeline's topic name, under a prefix of its own.

@@ -37,7 +37,8 @@ Row hash
     - ``date``, days since 1970-01-01, decimal;
     - ``json``, the JSON text as stored: PostgreSQL's jsonb output (``col::text``), which is
       what Debezium sends and the lake keeps byte for byte;
-    - ``timestamptz``, microseconds since the epoch (UTC), decimal;
+    - ``timestamptz``, microseconds since the epoch (UTC), decimal; ``timestamp`` without time
+      zone the same, its wall-clock time read as UTC;
     - ``float4`` and ``float8`` (``real``, ``double precision``; doubles in the lake), the
       IEEE 754 bits of the value as a double, as a signed 64-bit decimal: exact, where decimal
       text would depend on each side's float printing (PostgreSQL's ``float8send``; Java's
@@ -156,7 +157,7 @@ def _spark_text(name: str, kind: str) -> Column:
         return F.trim(col)
     if kind == "date":
         return F.unix_date(col).cast("string")
-    if kind == "timestamptz":
+    if kind in ("timestamptz", "timestamp_ms", "timestamp_us"):
         return F.unix_micros(col).cast("string")
     if kind in ("float4", "float8"):
         bits = F.expr(f"reflect('java.lang.Double', 'doubleToLongBits', `{name}`)")
@@ -248,8 +249,9 @@ def _sql_text(name: str, kind: str) -> str:
         return f"btrim({column}::text)"
     if kind == "date":
         return f"({column} - DATE '1970-01-01')::text"
-    if kind == "timestamptz":
-        # extract returns numeric (PostgreSQL 14+): exact to the microsecond.
+    if kind in ("timestamptz", "timestamp_ms", "timestamp_us"):
+        # extract returns numeric (PostgreSQL 14+): exact to the microsecond. Without a time
+        # zone it counts from 1970-01-01 00:00 as written, which is how Debezium counts.
         return f"(extract(epoch FROM {column}) * 1000000)::bigint::text"
     if kind in ("float4", "float8"):
         return f"(('x' || encode(float8send({column}::float8), 'hex'))::bit(64)::bigint)::text"

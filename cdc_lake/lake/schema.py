@@ -96,6 +96,12 @@ KINDS: dict[str, Kind] = {
         # which is what PostgreSQL's real::float8 gives; double precision is parsed as a double.
         Kind("float4", "float", "double", "double"),
         Kind("float8", "double", "double", "double"),
+        # timestamp without time zone, by its precision (Debezium's adaptive mode): up to 3,
+        # io.debezium.time.Timestamp (milliseconds), else MicroTimestamp (microseconds), of the
+        # wall-clock time read as UTC. The lake holds that instant, as Hudi's Debezium sources
+        # do (Avro timestamp-micros); the digest compares its microseconds.
+        Kind("timestamp_ms", "bigint", "timestamp", "bigint"),
+        Kind("timestamp_us", "bigint", "timestamp", "bigint"),
     )
 }
 
@@ -112,6 +118,7 @@ PG_KINDS = {
     "timestamp with time zone": "timestamptz", "timestamptz": "timestamptz",
     "real": "float4", "float4": "float4",
     "double precision": "float8", "float8": "float8", "float": "float8",
+    "timestamp without time zone": "timestamp_us", "timestamp": "timestamp_us",
 }  # fmt: skip
 
 # A lake type changed into another: only these widenings (Hudi promotes the stored values). The
@@ -135,7 +142,12 @@ class SourceColumn:
 
     @property
     def kind(self) -> str | None:
-        return PG_KINDS.get(self.base_type)
+        kind = PG_KINDS.get(self.base_type)
+        if kind == "timestamp_us":
+            precision = re.search(r"\((\d+)\)", self.pg_type)
+            if precision and int(precision.group(1)) <= 3:
+                return "timestamp_ms"
+        return kind
 
 
 @dataclass(frozen=True)
@@ -251,6 +263,10 @@ class LakeSchema:
                 col = F.try_to_timestamp(col)
             elif c.kind == "float4":
                 col = col.cast("double")  # exact: every float is a double
+            elif c.kind == "timestamp_ms":
+                col = F.timestamp_millis(col)
+            elif c.kind == "timestamp_us":
+                col = F.timestamp_micros(col)
             out.append(col.alias(c.name))
         return out
 
@@ -265,7 +281,7 @@ class LakeSchema:
             col = F.col(name)
             if kind == "date":
                 col = F.date_from_unix_date(col)
-            elif kind == "timestamptz":
+            elif kind in ("timestamptz", "timestamp_ms", "timestamp_us"):
                 col = F.timestamp_micros(col)
             out.append(col.alias(name))
         return out

@@ -5,7 +5,7 @@ One pipeline of its own (database, connectors, topic, raw prefix, Hudi table: th
 ``FaultPipeline``), so altering its outbox disturbs no other test. In order, on one lake table:
 
 1. columns added at the source (text, smallint, boolean, numeric, real: 1.1 and NaN, held as
-   the real's exact value), set on 10 orders, with events
+   the real's exact value; timestamp and timestamp(3)), set on 10 orders, with events
    from before the change in the same batch: the lake gets them, earlier rows read null, and
    ``matches_source`` (its digest now covering them) and ``schema_matches_source`` pass. Order
    writes through the triggers go on between the ``ALTER TABLE`` and any change of the
@@ -21,6 +21,7 @@ One pipeline of its own (database, connectors, topic, raw prefix, Hudi table: th
 
 from __future__ import annotations
 
+import datetime
 import math
 import struct
 from collections.abc import Iterator
@@ -42,7 +43,8 @@ from cdc_lake.stack import LocalStack
 from cdc_lake_tests.faults.harness import FaultPipeline
 
 ADDED = {"sales_channel": "text", "priority": "smallint", "gift": "boolean",
-         "discount_total": "numeric(10,2)", "weight": "real"}  # fmt: skip
+         "discount_total": "numeric(10,2)", "weight": "real", "promised_at": "timestamp",
+         "packed_at": "timestamp(3)"}  # fmt: skip
 # real's 1.1 as a double: what PostgreSQL's real::float8 gives and what the lake must hold.
 REAL_1_1 = struct.unpack("f", struct.pack("f", 1.1))[0]
 CHECKS = [matches_source, schema_matches_source]
@@ -129,6 +131,10 @@ def failure(result: dg.ExecuteInProcessResult) -> str:
     )
 
 
+def micros(delta: datetime.timedelta) -> int:
+    return delta // datetime.timedelta(microseconds=1)
+
+
 def lake_rows(p: FaultPipeline, spark: Any) -> dict[int, Any]:
     return {r["order_id"]: r for r in read_table(spark, p.lake.table_path).collect()}
 
@@ -152,7 +158,9 @@ def test_schema_changes_reach_the_lake_or_stop_the_refresh(pipeline: FaultPipeli
         p,
         "UPDATE datalake.cdc_events SET sales_channel = 'web-' || order_id, priority = 7, "
         "gift = (order_id %% 2 = 0), discount_total = 12.50, "
-        "weight = CASE WHEN order_id %% 3 = 0 THEN 'NaN' ELSE 1.1 END WHERE order_id = ANY(%s)",
+        "weight = CASE WHEN order_id %% 3 = 0 THEN 'NaN' ELSE 1.1 END, "
+        "promised_at = '2026-03-01 12:34:56.123456', packed_at = '1969-07-20 20:17:40.25' "
+        "WHERE order_id = ANY(%s)",
         (orders,),
     )
     p.workload(changes=10, rate=20, seed=13).finish()  # later order changes keep the values
@@ -174,6 +182,14 @@ def test_schema_changes_reach_the_lake_or_stop_the_refresh(pipeline: FaultPipeli
         assert rows[oid]["gift"] is (oid % 2 == 0) and rows[oid]["discount_total"] == "12.50"
         weight = rows[oid]["weight"]
         assert math.isnan(weight) if oid % 3 == 0 else weight == REAL_1_1 != 1.1
+    # Wall-clock times as Debezium counts them: from 1970-01-01 00:00, as written.
+    clocks = read_table(spark, p.lake.table_path).where(F.col("order_id") == orders[0]).select(
+        F.unix_micros("promised_at").alias("promised"), F.unix_micros("packed_at").alias("packed")
+    ).first()
+    assert clocks is not None
+    epoch = datetime.datetime(1970, 1, 1)
+    assert clocks["promised"] == micros(datetime.datetime(2026, 3, 1, 12, 34, 56, 123456) - epoch)
+    assert clocks["packed"] == micros(datetime.datetime(1969, 7, 20, 20, 17, 40, 250000) - epoch)
     others = [r for oid, r in rows.items() if oid not in orders]
     assert others and all(r["sales_channel"] is None for r in others)
 

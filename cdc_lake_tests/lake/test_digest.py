@@ -234,6 +234,64 @@ def test_spark_and_postgres_hash_floats_alike(pg, spark):
     assert diff.content_buckets == (0,) and diff.key_buckets == ()
 
 
+# timestamp without time zone at both of Debezium's precisions: before 1970, leap day,
+# microseconds, far future.
+WALL_CLOCKS = ["1969-12-31 23:59:59.999999", "2024-02-29 23:59:59.999999", "1900-01-01 00:00:00",
+               "2026-07-04 10:11:12.5", "4000-01-01 00:00:00.000001", None]  # fmt: skip
+
+
+def test_spark_and_postgres_hash_timestamps_without_zone_alike(pg, spark):
+    """timestamp(3) and timestamp as the pipeline carries them: Debezium's milliseconds and
+    microseconds since 1970-01-01 00:00 of the wall-clock time, in a raw JSON line, parsed and
+    converted by the lake schema, hash as the source's own values do."""
+    from cdc_lake.lake.schema import SourceColumn, initial
+
+    columns = [SourceColumn("id", "bigint", False),
+               SourceColumn("ms", "timestamp(3) without time zone"),
+               SourceColumn("us", "timestamp without time zone")]  # fmt: skip
+    schema = initial("digest_wall_clocks", "id", columns)
+    assert [c.kind for c in schema.columns[1:]] == ["timestamp_ms", "timestamp_us"]
+    with pg.cursor() as cur:
+        cur.execute("CREATE TEMP TABLE digest_wall_clocks "
+                    "(id bigint, ms timestamp(3), us timestamp)")  # fmt: skip
+        for i, text in enumerate(WALL_CLOCKS):
+            cur.execute("INSERT INTO digest_wall_clocks VALUES (%s, %s, %s)", (i, text, text))
+        cur.execute("SELECT id, ms, us FROM digest_wall_clocks ORDER BY id")
+        source = cur.fetchall()  # naive datetimes; ms rounded to milliseconds by PostgreSQL
+    pg.commit()
+    epoch = datetime(1970, 1, 1)
+
+    def since(value: datetime | None, unit: timedelta) -> str:
+        return "null" if value is None else str((value - epoch) // unit)
+
+    lines = [(f'{{"id": {i}, "ms": {since(ms, timedelta(milliseconds=1))}, '
+              f'"us": {since(us, timedelta(microseconds=1))}}}',)
+             for i, ms, us in source]  # fmt: skip
+    parsed = spark.createDataFrame(lines, "value string").select(
+        F.from_json("value", schema.raw_struct(), {"mode": "FAILFAST"}).alias("e")
+    )
+    lake = parsed.select("e.*").select(*schema.to_lake())
+    diff = compare_digests(
+        source_digest(pg, table="digest_wall_clocks", schema=schema),
+        spark_digest(lake, schema=schema),
+    )
+    assert diff.equal, diff.details
+    as_micros = lake.select("id", F.unix_micros("us").alias("us")).collect()
+    micros = {r["id"]: r["us"] for r in as_micros}
+    assert micros[0] == -1 and micros[len(WALL_CLOCKS) - 1] is None
+
+    # Sanity of the test itself: a wall-clock read in another zone is a content difference.
+    us = F.col("us")
+    shifted = lake.withColumn(
+        "us", F.when(F.col("id") == 1, us + F.expr("INTERVAL 1 HOUR")).otherwise(us)
+    )
+    diff = compare_digests(
+        source_digest(pg, table="digest_wall_clocks", schema=schema),
+        spark_digest(shifted, schema=schema),
+    )
+    assert diff.content_buckets == (1,) and diff.key_buckets == ()
+
+
 def _checks(result: dg.ExecuteInProcessResult) -> dict[str, dg.AssetCheckEvaluation]:
     return {e.check_name: e for e in result.get_asset_check_evaluations()}
 

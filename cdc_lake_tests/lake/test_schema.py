@@ -204,3 +204,21 @@ def test_floats_are_doubles_in_the_lake_and_real_to_double_stops():
     same = [*BASE, SourceColumn("w", "real"), SourceColumn("d", "double precision")]
     v2 = evolve(TABLE, "id", same, lake_types(v1), v1)
     assert [c.kind for c in v2.columns] == [c.kind for c in v1.columns]
+
+
+@pytest.mark.parametrize(
+    ("pg_type", "kind"),
+    [("timestamp without time zone", "timestamp_us"), ("timestamp(6) without time zone",
+      "timestamp_us"), ("timestamp(4)", "timestamp_us"), ("timestamp(3) without time zone",
+      "timestamp_ms"), ("timestamp(0)", "timestamp_ms"), ("timestamp with time zone",
+      "timestamptz"), ("timestamp(3) with time zone", "timestamptz")],
+)  # fmt: skip
+def test_a_timestamp_kind_follows_debeziums_adaptive_precision(pg_type, kind):
+    assert SourceColumn("t", pg_type).kind == kind
+
+
+def test_a_timestamp_precision_across_3_stops():
+    v1 = initial(TABLE, "id", [*BASE, SourceColumn("t", "timestamp(3) without time zone")])
+    with pytest.raises(SchemaChangeError, match="'t' changed type from timestamp"):
+        evolve(TABLE, "id", [*BASE, SourceColumn("t", "timestamp without time zone")],
+               lake_types(v1), v1)  # fmt: skip
