@@ -312,6 +312,45 @@ def add_msk_cli(subparsers: Any) -> None:
     deploy.set_defaults(func=cmd_msk_deploy)
 
 
+def cmd_aws_env(args: argparse.Namespace, client_factory: Callable[..., Any] | None = None) -> int:
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    from cdc_lake.infra.outputs import env_lines, stack_variables
+
+    if client_factory is None:
+        import boto3
+
+        client_factory = boto3.client
+    try:
+        variables = stack_variables(
+            client_factory("cloudformation", region_name=args.region),
+            client_factory("kafka", region_name=args.region),
+            args.stack,
+        )
+    except (ValueError, ClientError, BotoCoreError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(env_lines({"CDC_LAKE_ENV": "prod", **variables}), end="")
+    return 0
+
+
+def add_aws_cli(subparsers: Any) -> None:
+    """Register ``cdc-lake aws env`` on the CLI's subparsers."""
+    aws = subparsers.add_parser("aws", help="the production stack (cdc_lake/infra)")
+    actions = aws.add_subparsers(dest="aws_action", required=True)
+    env = actions.add_parser(
+        "env",
+        help="print the Dagster deployment's CDC_LAKE_* variables from a deployed stack",
+        description="Reads the stack's outputs (CloudFormation) and its MSK cluster's IAM "
+        "brokers; prints NAME=value lines. Secrets are not printed: the stack names them "
+        "(CDC_LAKE_REPLICATION_SECRET); set CDC_LAKE_PG_USER and inject CDC_LAKE_PG_PASSWORD "
+        "from Secrets Manager.",
+    )
+    env.add_argument("--stack", default="cdc-lake", help="the stack's name (default cdc-lake)")
+    env.add_argument("--region", help="its region (default: the AWS SDK's)")
+    env.set_defaults(func=cmd_aws_env)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="cdc-lake", description="cdc-lake local stack and demo")
     parser.add_argument(
@@ -389,6 +428,7 @@ def main(argv: list[str] | None = None) -> int:
     ui.add_argument("--port", type=_number(int, 1, 65535, "--port"), default=3000)
     ui.set_defaults(func=cmd_ui)
     add_msk_cli(sub)  # cdc-lake msk deploy: the connectors on Amazon MSK Connect
+    add_aws_cli(sub)  # cdc-lake aws env: a deployed stack's outputs as the environment
     args = parser.parse_args(argv)
     try:
         return args.func(args)

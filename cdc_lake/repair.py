@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from cdc_lake.source.captured import OUTBOX, CapturedTable
+from cdc_lake.spark_apps.params import UpsertReport
 from cdc_lake.stack.settings import StackSettings
 
 
@@ -68,7 +69,7 @@ def replay(
             say(
                 f"[replay] read {meta['files_read']} raw objects, {meta['events_read']} events; "
                 f"{meta['records_inserted']} rows inserted, {meta['records_updated']} updated, "
-                f"{meta['records_deleted']} deleted (commit {meta['commit_instant']})"
+                f"{meta['records_deleted']} deleted (commit {meta[UpsertReport.COMMIT_INSTANT]})"
             )
     failed = [e for e in result.get_asset_check_evaluations() if not e.passed]
     for e in failed:

@@ -42,8 +42,8 @@ Row hash
     - ``float4`` and ``float8`` (``real``, ``double precision``; doubles in the lake), the
       IEEE 754 bits of the value as a double, as a signed 64-bit decimal: exact, where decimal
       text would depend on each side's float printing (PostgreSQL's ``float8send``; Java's
-      ``Double.doubleToLongBits`` in Spark, which also folds every NaN into one, as PostgreSQL
-      does);
+      ``Double.doubleToLongBits`` in Spark, which folds every NaN into one; PostgreSQL's NaNs
+      are folded into the same);
     - ``text``, ``decimal`` (as Debezium's string), ``bool`` (``true``/``false``): the text.
 
     PostgreSQL hashes ``convert_to(text, 'UTF8')``, so its database encoding does not matter;
@@ -88,6 +88,8 @@ BUCKETS = 64
 VERSION = 3
 HASH_HEX_DIGITS = 15  # 60 bits: a non-negative bigint in both engines
 KEY_HEX_DIGITS = 8  # 32 bits: a key number whose square sums stay far inside decimal(38,0)
+# Double.doubleToLongBits(NaN), Java's one NaN: 0x7ff8000000000000.
+JAVA_NAN_BITS = 0x7FF8000000000000
 ROW_HASH = "_row_hash"  # optional precomputed column for spark_digest
 
 
@@ -254,7 +256,10 @@ def _sql_text(name: str, kind: str) -> str:
         # zone it counts from 1970-01-01 00:00 as written, which is how Debezium counts.
         return f"(extract(epoch FROM {column}) * 1000000)::bigint::text"
     if kind in ("float4", "float8"):
-        return f"(('x' || encode(float8send({column}::float8), 'hex'))::bit(64)::bigint)::text"
+        # float8send sends a NaN's own bits (a computed one may have the sign set); Java
+        # folds every NaN into 0x7ff8000000000000, so this does too.
+        bits = f"(('x' || encode(float8send({column}::float8), 'hex'))::bit(64)::bigint)::text"
+        return f"CASE WHEN {column}::float8 = 'NaN' THEN '{JAVA_NAN_BITS}' ELSE {bits} END"
     return f"{column}::text"
 
 

@@ -121,6 +121,10 @@ PG_KINDS = {
     "timestamp without time zone": "timestamp_us", "timestamp": "timestamp_us",
 }  # fmt: skip
 
+# A kind changed into another of the same lake type where every value carries over as it is:
+# numeric's exact text (decimal.handling.mode=string) is the text PostgreSQL casts it to.
+KIND_CHANGES: set[tuple[str, str]] = {("decimal", "text")}
+
 # A lake type changed into another: only these widenings (Hudi promotes the stored values). The
 # integer widenings need none: every integer is a bigint in the lake.
 WIDENINGS: set[tuple[str, str]] = {("int", "bigint")}
@@ -143,6 +147,9 @@ class SourceColumn:
     @property
     def kind(self) -> str | None:
         kind = PG_KINDS.get(self.base_type)
+        if self.base_type == "float":  # float(p): real up to 24 bits of precision
+            p = re.search(r"\((\d+)\)", self.pg_type)
+            return "float4" if p and int(p.group(1)) <= 24 else "float8"
         if kind == "timestamp_us":
             precision = re.search(r"\((\d+)\)", self.pg_type)
             if precision and int(precision.group(1)) <= 3:
@@ -306,6 +313,13 @@ def initial(table: str, key: str, source: Sequence[SourceColumn]) -> LakeSchema:
     """The schema of a table about to be created from these source columns."""
     if not any(c.name == key for c in source):
         raise SchemaChangeError(f"{table}: the source has no key column {key!r}")
+    key_kind = next(c for c in source if c.name == key).kind
+    if key_kind in ("float4", "float8"):
+        raise SchemaChangeError(
+            f"{table}: the key column {key!r} is a float, which cdc-lake does not take as a key "
+            "(a float's equality is not its text's). Way forward: key the table by an integer "
+            "or text column."
+        )
     return LakeSchema(table, key, tuple(lake_column(c, table) for c in source))
 
 
@@ -371,13 +385,14 @@ def evolve(
             columns.append(LakeColumn(name, kind, None))
             continue
         new = lake_column(src, table)
-        old_kind = known[name].kind if name in known and not known[name].dropped else None
-        if new.lake_type == lake_type and old_kind not in (None, new.kind):
+        old_kind = known[name].kind if name in known else None
+        same_text = (old_kind, new.kind) in KIND_CHANGES
+        if new.lake_type == lake_type and old_kind not in (None, new.kind) and not same_text:
             raise SchemaChangeError(
                 f"{table}: column {name!r} changed type from {known[name].source_type} to "
                 f"{src.pg_type}, which the lake cannot take: both are {lake_type} in the lake, "
-                "but the values do not carry over exactly (the source converted every stored "
-                "value; the raw files hold the old type's text, which would read differently "
+                "but the values may not carry over exactly (the source converted every stored "
+                "value, and the raw files hold the old type's values, which a replay would read "
                 "as the new type). Nothing was committed and "
                 "the table is unchanged. Way forward: change the column back at the source, or "
                 "add the new type as a new column."

@@ -4,7 +4,8 @@
   which needs root. Without root, a missing package is reported with the command to run.
 - ``cdc-lake stack install`` also installs Debian's ``chromium`` the same way: the browser tests
   drive it with Playwright (never ``playwright install``, which downloads browsers). The demo
-  does not need it.
+  does not need it. Debian's ``nodejs`` likewise when no ``node`` is on the PATH: the CDK app
+  (``cdc_lake/infra``) synthesises on it.
 - Every jar comes from Maven Central through the poms in ``cdc_lake/stack/maven`` (versions are
   written down there, once), copied into one directory per classpath under the jars directory.
   Our own S3 sink connector (``connectors/s3-sink``) and Connect REST guard
@@ -84,6 +85,9 @@ def ensure_system_packages(browser: bool = False) -> None:
             raise StackError("PostgreSQL was installed but no server 15+ was found.")
     if browser and chromium_path() is None:
         _apt_install(["chromium"], "Chromium (for the browser tests)")
+    if browser and not shutil.which("node"):
+        # The CDK app (cdc_lake/infra) synthesises on Node.js, in the tests too.
+        _apt_install(["nodejs"], "Node.js (for the CDK app's synthesis)")
 
 
 def _digest_of(roots: list[Path], skip: tuple[str, ...] = ()) -> str:

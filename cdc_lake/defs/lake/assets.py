@@ -264,7 +264,7 @@ def _nothing_new(
     zero = dg.MetadataValue.int(0)
     result = carried_metadata(
         previous,
-        new_commit=dg.MetadataValue.bool(False),
+        **{UpsertReport.NEW_COMMIT: dg.MetadataValue.bool(False)},
         files_read=zero,
         bytes_read=zero,
         events_read=zero,

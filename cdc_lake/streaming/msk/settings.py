@@ -2,8 +2,8 @@
 ``CDC_LAKE_MSK_*`` variables, and the parts of the ``kafkaconnect`` requests it determines
 (cluster, capacity, log delivery, worker properties).
 
-The variables are read by the production rules (``env.py``: stripped, empty is unset, one
-``ProdSettingsError`` naming every missing or bad one), once, with the prod resources'
+The variables are read by the production rules (``cdc_lake/prod_env.py``: stripped, empty is
+unset, one ``ProdSettingsError`` naming every missing or bad one), once, with the prod resources'
 (``ProdSettings``) or the deploy's own (``msk_deploy_settings``); ``MskConnectResource`` gets
 the parsed settings as config. Settings are validated when built: a broker that is not an IAM
 listener, no subnets, a role that is not an ARN, or impossible capacity raise ``ValueError``

@@ -1,0 +1,73 @@
+"""The CDK app: ``npx aws-cdk deploy --app "python -m cdc_lake.infra.app"`` (the CDK CLI from
+npm deploys; synthesis needs only this package). Choices come from CDK context
+(``-c database=aurora``, ``-c raw_expiry_days=30``, ``-c vpc_id=...``; see ``InfraSettings``),
+and the stack's name from ``-c stack_name=...`` (default ``cdc-lake``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+import aws_cdk as cdk
+from cdk_nag import AwsSolutionsChecks
+
+from cdc_lake.infra.stack import CdcLakeStack, InfraSettings
+
+DEFAULT_STACK = "cdc-lake"
+# CDK feature flags this app takes (new projects' defaults): access logs are delivered under a
+# bucket policy, not the legacy LogDeliveryWrite ACL.
+FEATURE_FLAGS = {"@aws-cdk/aws-s3:serverAccessLogsUseBucketPolicy": True}
+
+
+def settings_from_context(context: Mapping[str, Any]) -> InfraSettings:
+    """``InfraSettings`` from CDK context values (strings from ``-c``), refusing unknown keys."""
+    fields = {f.name: f for f in dataclasses.fields(InfraSettings)}
+    unknown = sorted(set(context) - set(fields) - {"stack_name"})
+    if unknown:
+        raise ValueError(f"unknown stack settings: {', '.join(unknown)}; known: {sorted(fields)}")
+    values: dict[str, Any] = {}
+    for name, value in context.items():
+        if name == "stack_name":
+            continue
+        default = fields[name].default
+        if isinstance(default, bool):
+            value = str(value).lower() in ("1", "true", "yes")
+        elif name in ("slot_wal_keep_mb", "raw_expiry_days"):
+            value = int(value)
+        elif name in ("availability_zones", "private_subnet_ids", "private_route_table_ids"):
+            value = tuple(v.strip() for v in str(value).split(",") if v.strip())
+        values[name] = value
+    return InfraSettings(**values)
+
+
+def build(
+    settings: InfraSettings,
+    stack_name: str = DEFAULT_STACK,
+    outdir: str | None = None,
+    env: cdk.Environment | None = None,
+) -> tuple[cdk.App, CdcLakeStack]:
+    """The app with the stack and cdk-nag's AwsSolutions checks on it."""
+    app = cdk.App(outdir=outdir, context=FEATURE_FLAGS)
+    stack = CdcLakeStack(app, stack_name, settings, env=env)
+    cdk.Aspects.of(app).add(AwsSolutionsChecks(verbose=True))
+    return app, stack
+
+
+def main() -> None:
+    app = cdk.App(context=FEATURE_FLAGS)
+    context = {k: app.node.try_get_context(k) for k in _context_keys()}
+    settings = settings_from_context({k: v for k, v in context.items() if v is not None})
+    stack = CdcLakeStack(app, str(context.get("stack_name") or DEFAULT_STACK), settings)
+    cdk.Aspects.of(app).add(AwsSolutionsChecks(verbose=True))
+    assert stack
+    app.synth()
+
+
+def _context_keys() -> list[str]:
+    return ["stack_name", *(f.name for f in dataclasses.fields(InfraSettings))]
+
+
+if __name__ == "__main__":
+    main()

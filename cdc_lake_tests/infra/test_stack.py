@@ -1,0 +1,211 @@
+"""The production stack (``cdc_lake/infra/stack.py``) synthesised offline on the machine's
+Node.js: cdk-nag's AwsSolutions pack and cfn-lint pass, it holds what ``docs/deploy.md``
+lists, and its outputs are an environment the prod resources and ``cdc-lake msk deploy`` take."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cdc_lake.infra.app import build, settings_from_context
+from cdc_lake.infra.outputs import OUTPUT_PREFIX
+from cdc_lake.infra.stack import EMR_RELEASE, InfraSettings
+from cdc_lake.resources.prod import ProdSettings, msk_deploy_settings
+
+SUBNETS = ["subnet-0123456789abcdef0", "subnet-0123456789abcdef1"]
+
+
+class Synth:
+    def __init__(self, settings: InfraSettings, outdir: Path):
+        app, self.stack = build(settings, outdir=str(outdir))
+        artifact = app.synth().get_stack_by_name(self.stack.stack_name)
+        self.template: dict[str, Any] = artifact.template
+        self.path = outdir / artifact.template_file
+        self.messages = [(m.entry.type, str(m.entry.data), m.id) for m in artifact.messages]
+
+    def of_type(self, kind: str) -> dict[str, dict[str, Any]]:
+        return {k: r for k, r in self.template["Resources"].items() if r["Type"] == kind}
+
+    def one(self, kind: str) -> dict[str, Any]:
+        (resource,) = self.of_type(kind).values()
+        return resource["Properties"]
+
+    def logical_id(self, prefix: str, kind: str) -> str:
+        (found,) = [k for k in self.of_type(kind) if k.startswith(prefix)]
+        return found
+
+    def actions(self, role_prefix: str) -> set[str]:
+        role = self.logical_id(role_prefix, "AWS::IAM::Role")
+        out: set[str] = set()
+        for policy in self.of_type("AWS::IAM::Policy").values():
+            if {"Ref": role} in policy["Properties"]["Roles"]:
+                for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
+                    acts = statement["Action"]
+                    out |= {acts} if isinstance(acts, str) else set(acts)
+        return out
+
+
+@pytest.fixture(scope="module")
+def synth(tmp_path_factory: pytest.TempPathFactory) -> Synth:
+    return Synth(InfraSettings(), tmp_path_factory.mktemp("cdk"))
+
+
+@pytest.fixture(scope="module")
+def aurora(tmp_path_factory: pytest.TempPathFactory) -> Synth:
+    settings = settings_from_context(
+        {"database": "aurora", "raw_expiry_days": "30", "spark_target": "emr-step",
+         "vpc_id": "vpc-0123456789abcdef0", "availability_zones": "eu-west-1a,eu-west-1b",
+         "private_subnet_ids": ",".join(SUBNETS), "private_route_table_ids": "rtb-0a,rtb-0b"}
+    )  # fmt: skip
+    return Synth(settings, tmp_path_factory.mktemp("cdk-aurora"))
+
+
+@pytest.mark.parametrize("which", ["synth", "aurora"])
+def test_cdk_nag_and_cfn_lint_pass(which: str, request: pytest.FixtureRequest):
+    s: Synth = request.getfixturevalue(which)
+    findings = [m for m in s.messages if m[0] in ("aws:cdk:error", "aws:cdk:warning")]
+    assert not findings, findings
+    # Each finding kept is suppressed in code, with its reason.
+    kept = [
+        rule
+        for r in s.template["Resources"].values()
+        for rule in r.get("Metadata", {}).get("cdk_nag", {}).get("rules_to_suppress", [])
+    ]
+    assert kept and all(len(rule["reason"]) >= 40 for rule in kept), kept
+    lint = subprocess.run(
+        [str(Path(sys.executable).parent / "cfn-lint"), str(s.path)],
+        capture_output=True,
+        text=True,
+    )
+    assert lint.returncode == 0, lint.stdout + lint.stderr
+
+
+def test_the_database_is_set_up_for_logical_replication_and_reached_only_by_its_clients(
+    synth: Synth,
+):
+    params = synth.one("AWS::RDS::DBParameterGroup")["Parameters"]
+    assert params == {"rds.logical_replication": "1", "max_replication_slots": "10",
+                      "max_wal_senders": "10", "wal_sender_timeout": "0",
+                      "max_slot_wal_keep_size": "4096"}  # fmt: skip
+    db = synth.one("AWS::RDS::DBInstance")
+    assert db["StorageEncrypted"] is True and db["DeletionProtection"] is True
+    assert db["EngineVersion"].startswith("16") and db["MultiAZ"] is True
+    ingress = {
+        (r["Properties"]["GroupId"]["Fn::GetAtt"][0], r["Properties"]["FromPort"],
+         r["Properties"]["SourceSecurityGroupId"]["Fn::GetAtt"][0])
+        for r in synth.of_type("AWS::EC2::SecurityGroupIngress").values()
+    }  # fmt: skip
+    names = ("DatabaseSg", "MskSg", "ConnectWorkersSg", "EmrSg", "DagsterSg")
+    sg = {name: synth.logical_id(name, "AWS::EC2::SecurityGroup") for name in names}
+    assert ingress == {
+        (sg["DatabaseSg"], 5432, sg["ConnectWorkersSg"]),
+        (sg["DatabaseSg"], 5432, sg["DagsterSg"]),
+        (sg["MskSg"], 9098, sg["ConnectWorkersSg"]),
+        (sg["MskSg"], 9098, sg["EmrSg"]),
+        (sg["MskSg"], 9098, sg["DagsterSg"]),
+    }
+    for group in synth.of_type("AWS::EC2::SecurityGroup").values():
+        assert "SecurityGroupIngress" not in group["Properties"]  # nothing else gets in
+
+
+def test_aurora_takes_the_same_parameters_on_its_cluster(aurora: Synth):
+    params = aurora.one("AWS::RDS::DBClusterParameterGroup")["Parameters"]
+    assert params["rds.logical_replication"] == "1" and params["wal_sender_timeout"] == "0"
+    assert aurora.one("AWS::RDS::DBCluster")["Engine"] == "aurora-postgresql"
+    assert not aurora.of_type("AWS::EC2::VPC")  # the existing VPC, by ids
+    assert aurora.one("AWS::MSK::Cluster")["BrokerNodeGroupInfo"]["ClientSubnets"] == SUBNETS
+
+
+def test_msk_takes_iam_over_tls_only_and_creates_no_topic_by_itself(synth: Synth):
+    cluster = synth.one("AWS::MSK::Cluster")
+    auth = cluster["ClientAuthentication"]
+    assert auth["Sasl"]["Iam"]["Enabled"] is True and auth["Unauthenticated"]["Enabled"] is False
+    assert cluster["EncryptionInfo"]["EncryptionInTransit"]["ClientBroker"] == "TLS"
+    assert cluster["LoggingInfo"]["BrokerLogs"]["CloudWatchLogs"]["Enabled"] is True
+    properties = synth.one("AWS::MSK::Configuration")["ServerProperties"]
+    assert "auto.create.topics.enable=false" in properties.splitlines()
+
+
+def test_the_connect_role_has_exactly_the_documented_permissions(synth: Synth):
+    documented = (Path(__file__).parents[2] / "docs" / "deploy.md").read_text()
+    actions = synth.actions("ConnectRole")
+    assert actions == {
+        "kafka-cluster:Connect", "kafka-cluster:DescribeCluster", "kafka-cluster:ReadData",
+        "kafka-cluster:WriteData", "kafka-cluster:DescribeTopic", "kafka-cluster:CreateTopic",
+        "kafka-cluster:DescribeGroup", "kafka-cluster:AlterGroup", "s3:PutObject",
+        "s3:ListBucket", "secretsmanager:GetSecretValue",
+    }  # fmt: skip
+    for action in actions:
+        assert action.split(":")[1] in documented, action
+
+
+def test_buckets_are_private_encrypted_tls_only_and_raw_objects_expire_when_asked(
+    synth: Synth, aurora: Synth
+):
+    buckets = synth.of_type("AWS::S3::Bucket")
+    assert len(buckets) == 3
+    for bucket in buckets.values():
+        p = bucket["Properties"]
+        assert p["BucketEncryption"]["ServerSideEncryptionConfiguration"]
+        assert set(p["PublicAccessBlockConfiguration"].values()) == {True}
+    for policy in synth.of_type("AWS::S3::BucketPolicy").values():
+        (deny,) = [s for s in policy["Properties"]["PolicyDocument"]["Statement"]
+                   if s["Effect"] == "Deny"]  # fmt: skip
+        assert deny["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+    assert not any("LifecycleConfiguration" in b["Properties"] for b in buckets.values())
+    raw = aurora.template["Resources"][aurora.logical_id("RawBucket", "AWS::S3::Bucket")]
+    (rule,) = raw["Properties"]["LifecycleConfiguration"]["Rules"]
+    assert rule["ExpirationInDays"] == 30
+
+
+def test_emr_serverless_runs_the_emr_7_release_with_a_scoped_job_role(
+    synth: Synth, aurora: Synth
+):
+    import pyspark
+
+    app = synth.one("AWS::EMRServerless::Application")
+    assert app["ReleaseLabel"] == EMR_RELEASE and app["Type"] == "SPARK"
+    assert EMR_RELEASE.startswith("emr-7.") and pyspark.__version__.startswith("3.5.")
+    actions = synth.actions("EmrJobRole")
+    assert {"s3:GetObject", "s3:PutObject", "glue:UpdateTable"} <= actions
+    assert not any(a.endswith("*") for a in actions)
+    # The running-cluster launcher: no application, an instance profile for your cluster.
+    assert not aurora.of_type("AWS::EMRServerless::Application")
+    assert aurora.of_type("AWS::IAM::InstanceProfile")
+
+
+def _value(name: str, spec: Any) -> str:
+    """A deployed value for an output: its literal, or a plausible one for a token."""
+    if isinstance(spec, str):
+        return spec
+    if name.endswith("_ARN"):
+        return f"arn:aws:iam::123456789012:role/{name.lower()}"
+    if name == "CDC_LAKE_AWS_REGION":
+        return "eu-west-1"
+    if name == "CDC_LAKE_MSK_SUBNETS":
+        return "subnet-a,subnet-b"
+    return f"{name.lower().replace('_', '-')}-value"
+
+
+def test_the_outputs_are_an_environment_the_prod_resources_and_msk_deploy_take(synth: Synth):
+    outputs = synth.template["Outputs"]
+    named = {o["Description"].removeprefix(OUTPUT_PREFIX): o["Value"] for o in outputs.values()}
+    env = {n: _value(n, v) for n, v in named.items() if n.startswith("CDC_LAKE_")}
+    # What `cdc-lake aws env` adds (the brokers, from MSK) and the deployment sets itself.
+    env |= {"CDC_LAKE_KAFKA_BOOTSTRAP": "b-1.msk:9098,b-2.msk:9098", "CDC_LAKE_PG_USER": "app"}
+    settings = ProdSettings.from_env(env)  # raises, naming each missing variable
+    assert settings.spark_target == "emr-serverless"
+    msk, source = msk_deploy_settings(env)
+    assert msk.plugin_bucket == env["CDC_LAKE_MSK_PLUGIN_BUCKET"]
+    assert named["CDC_LAKE_MSK_PLUGIN_BUCKET"] == named["CDC_LAKE_LAKE_BUCKET"]  # one bucket
+    assert source.raw_prefix == env["CDC_LAKE_RAW_PREFIX"] == "cdc-events/"
+    assert not [n for n in env if "PASSWORD" in n]  # no secret is an output
+
+
+def test_unknown_context_is_refused():
+    with pytest.raises(ValueError, match="unknown stack settings: colour"):
+        settings_from_context({"colour": "blue"})
