@@ -4,6 +4,7 @@ lists, and its outputs are an environment the prod resources and ``cdc-lake msk 
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -11,57 +12,11 @@ from typing import Any
 
 import pytest
 
-from cdc_lake.infra.app import build, settings_from_context
+from cdc_lake.infra.app import settings_from_context
 from cdc_lake.infra.outputs import OUTPUT_PREFIX
-from cdc_lake.infra.stack import EMR_RELEASE, InfraSettings
+from cdc_lake.infra.stack import EMR_RELEASE
 from cdc_lake.resources.prod import ProdSettings, msk_deploy_settings
-
-SUBNETS = ["subnet-0123456789abcdef0", "subnet-0123456789abcdef1"]
-
-
-class Synth:
-    def __init__(self, settings: InfraSettings, outdir: Path):
-        app, self.stack = build(settings, outdir=str(outdir))
-        artifact = app.synth().get_stack_by_name(self.stack.stack_name)
-        self.template: dict[str, Any] = artifact.template
-        self.path = outdir / artifact.template_file
-        self.messages = [(m.entry.type, str(m.entry.data), m.id) for m in artifact.messages]
-
-    def of_type(self, kind: str) -> dict[str, dict[str, Any]]:
-        return {k: r for k, r in self.template["Resources"].items() if r["Type"] == kind}
-
-    def one(self, kind: str) -> dict[str, Any]:
-        (resource,) = self.of_type(kind).values()
-        return resource["Properties"]
-
-    def logical_id(self, prefix: str, kind: str) -> str:
-        (found,) = [k for k in self.of_type(kind) if k.startswith(prefix)]
-        return found
-
-    def actions(self, role_prefix: str) -> set[str]:
-        role = self.logical_id(role_prefix, "AWS::IAM::Role")
-        out: set[str] = set()
-        for policy in self.of_type("AWS::IAM::Policy").values():
-            if {"Ref": role} in policy["Properties"]["Roles"]:
-                for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
-                    acts = statement["Action"]
-                    out |= {acts} if isinstance(acts, str) else set(acts)
-        return out
-
-
-@pytest.fixture(scope="module")
-def synth(tmp_path_factory: pytest.TempPathFactory) -> Synth:
-    return Synth(InfraSettings(), tmp_path_factory.mktemp("cdk"))
-
-
-@pytest.fixture(scope="module")
-def aurora(tmp_path_factory: pytest.TempPathFactory) -> Synth:
-    settings = settings_from_context(
-        {"database": "aurora", "raw_expiry_days": "30", "spark_target": "emr-step",
-         "vpc_id": "vpc-0123456789abcdef0", "availability_zones": "eu-west-1a,eu-west-1b",
-         "private_subnet_ids": ",".join(SUBNETS), "private_route_table_ids": "rtb-0a,rtb-0b"}
-    )  # fmt: skip
-    return Synth(settings, tmp_path_factory.mktemp("cdk-aurora"))
+from cdc_lake_tests.infra.conftest import SUBNETS, Synth
 
 
 @pytest.mark.parametrize("which", ["synth", "aurora"])
@@ -82,6 +37,36 @@ def test_cdk_nag_and_cfn_lint_pass(which: str, request: pytest.FixtureRequest):
         text=True,
     )
     assert lint.returncode == 0, lint.stdout + lint.stderr
+
+
+def test_cdk_assertions_on_the_template(synth: Synth):
+    from aws_cdk.assertions import Match, Template
+
+    template = Template.from_stack(synth.stack)
+    template.has_resource_properties(
+        "AWS::RDS::DBParameterGroup",
+        {"Parameters": Match.object_like({"rds.logical_replication": "1"})},
+    )
+    template.all_resources_properties(
+        "AWS::S3::Bucket",
+        {
+            "BucketEncryption": Match.any_value(),
+            "PublicAccessBlockConfiguration": {
+                "BlockPublicAcls": True, "BlockPublicPolicy": True,
+                "IgnorePublicAcls": True, "RestrictPublicBuckets": True,
+            },
+        },
+    )  # fmt: skip
+    # No security group takes anything from anywhere: every rule names a source group.
+    for group in template.find_resources("AWS::EC2::SecurityGroup").values():
+        assert "0.0.0.0/0" not in json.dumps(group["Properties"].get("SecurityGroupIngress"))
+    for rule in template.find_resources("AWS::EC2::SecurityGroupIngress").values():
+        assert "CidrIp" not in rule["Properties"] and rule["Properties"]["SourceSecurityGroupId"]
+    # Every IAM statement names its resources: no bare "*".
+    for policy in template.find_resources("AWS::IAM::Policy").values():
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
+            resources = statement["Resource"]
+            assert "*" not in (resources if isinstance(resources, list) else [resources])
 
 
 def test_the_database_is_set_up_for_logical_replication_and_reached_only_by_its_clients(
@@ -209,3 +194,19 @@ def test_the_outputs_are_an_environment_the_prod_resources_and_msk_deploy_take(s
 def test_unknown_context_is_refused():
     with pytest.raises(ValueError, match="unknown stack settings: colour"):
         settings_from_context({"colour": "blue"})
+
+
+def test_the_app_runs_as_the_cdk_cli_runs_it(tmp_path: Path):
+    """``cdk deploy --app "python -m cdc_lake.infra.app" -c ...``: the CLI passes the context
+    and the output folder in the environment."""
+    import os
+
+    env = os.environ | {"CDK_OUTDIR": str(tmp_path),
+                        "CDK_CONTEXT_JSON": json.dumps({"stack_name": "lake-test",
+                                                        "database": "aurora"})}  # fmt: skip
+    done = subprocess.run([sys.executable, "-m", "cdc_lake.infra.app"], env=env,
+                          capture_output=True, text=True)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "!!" not in done.stderr  # jsii's Node.js banner stays quiet
+    template = json.loads((tmp_path / "lake-test.template.json").read_text())
+    assert any(r["Type"] == "AWS::RDS::DBCluster" for r in template["Resources"].values())

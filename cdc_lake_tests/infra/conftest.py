@@ -1,0 +1,61 @@
+"""The production stack synthesised once per session (``cdc_lake/infra``): the default
+settings, and a variant (Aurora, an existing VPC, the running-cluster launcher, raw expiry)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cdc_lake.infra.app import build, settings_from_context
+from cdc_lake.infra.stack import InfraSettings
+
+SUBNETS = ["subnet-0123456789abcdef0", "subnet-0123456789abcdef1"]
+
+
+class Synth:
+    def __init__(self, settings: InfraSettings, outdir: Path):
+        app, self.stack = build(settings, outdir=str(outdir))
+        artifact = app.synth().get_stack_by_name(self.stack.stack_name)
+        self.template: dict[str, Any] = artifact.template
+        self.path = outdir / artifact.template_file
+        self.messages = [(m.entry.type, str(m.entry.data), m.id) for m in artifact.messages]
+
+    def of_type(self, kind: str) -> dict[str, dict[str, Any]]:
+        return {k: r for k, r in self.template["Resources"].items() if r["Type"] == kind}
+
+    def one(self, kind: str) -> dict[str, Any]:
+        (resource,) = self.of_type(kind).values()
+        return resource["Properties"]
+
+    def logical_id(self, prefix: str, kind: str) -> str:
+        (found,) = [k for k in self.of_type(kind) if k.startswith(prefix)]
+        return found
+
+    def actions(self, role_prefix: str) -> set[str]:
+        role = self.logical_id(role_prefix, "AWS::IAM::Role")
+        out: set[str] = set()
+        for policy in self.of_type("AWS::IAM::Policy").values():
+            if {"Ref": role} in policy["Properties"]["Roles"]:
+                for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
+                    acts = statement["Action"]
+                    out |= {acts} if isinstance(acts, str) else set(acts)
+        return out
+
+
+@pytest.fixture(scope="session")
+def synth(tmp_path_factory: pytest.TempPathFactory) -> Synth:
+    return Synth(InfraSettings(), tmp_path_factory.mktemp("cdk"))
+
+
+@pytest.fixture(scope="session")
+def aurora(tmp_path_factory: pytest.TempPathFactory) -> Synth:
+    settings = settings_from_context(
+        {"database": "aurora", "raw_expiry_days": "30", "spark_target": "emr-step",
+         "vpc_id": "vpc-0123456789abcdef0", "availability_zones": "eu-west-1a,eu-west-1b",
+         "private_subnet_ids": ",".join(SUBNETS), "private_route_table_ids": "rtb-0a,rtb-0b"}
+    )  # fmt: skip
+    return Synth(settings, tmp_path_factory.mktemp("cdk-aurora"))
+
+
