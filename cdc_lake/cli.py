@@ -228,6 +228,15 @@ def _msk_plugin_dirs(args: argparse.Namespace, config_provider: str) -> MskPlugi
     return MskPluginDirs(Path(debezium), Path(s3_sink), Path(config_provider))
 
 
+def _aws_clients(client_factory: Callable[..., Any] | None) -> Callable[..., Any]:
+    """The tests' client factory (botocore stubs), or boto3's clients on the default chain."""
+    if client_factory is not None:
+        return client_factory
+    import boto3
+
+    return boto3.client
+
+
 def cmd_msk_deploy(
     args: argparse.Namespace,
     environ: Mapping[str, str] | None = None,
@@ -264,13 +273,10 @@ def cmd_msk_deploy(
             }
             print(json.dumps(plan, indent=2))
             return 0
-        if client_factory is None:
-            import boto3
-
-            client_factory = boto3.client
+        client = _aws_clients(client_factory)
         result = deploy_to_msk_connect(
-            client_factory("kafkaconnect", region_name=msk.region),
-            client_factory("s3", region_name=msk.region),
+            client("kafkaconnect", region_name=msk.region),
+            client("s3", region_name=msk.region),
             msk,
             connectors,
             dirs,
@@ -317,14 +323,11 @@ def cmd_aws_env(args: argparse.Namespace, client_factory: Callable[..., Any] | N
 
     from cdc_lake.infra.outputs import env_lines, stack_variables
 
-    if client_factory is None:
-        import boto3
-
-        client_factory = boto3.client
+    client = _aws_clients(client_factory)
     try:
         variables = stack_variables(
-            client_factory("cloudformation", region_name=args.region),
-            client_factory("kafka", region_name=args.region),
+            client("cloudformation", region_name=args.region),
+            client("kafka", region_name=args.region),
             args.stack,
         )
     except (ValueError, ClientError, BotoCoreError) as e:

@@ -7,6 +7,8 @@ and the stack's name from ``-c stack_name=...`` (default ``cdc-lake``).
 from __future__ import annotations
 
 import dataclasses
+import json
+import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -56,17 +58,13 @@ def build(
 
 
 def main() -> None:
-    app = cdk.App(context=FEATURE_FLAGS)
-    context = {k: app.node.try_get_context(k) for k in _context_keys()}
-    settings = settings_from_context({k: v for k, v in context.items() if v is not None})
-    stack = CdcLakeStack(app, str(context.get("stack_name") or DEFAULT_STACK), settings)
-    cdk.Aspects.of(app).add(AwsSolutionsChecks(verbose=True))
-    assert stack
+    """As the CDK CLI runs it: the context (``-c``) arrives in ``CDK_CONTEXT_JSON`` beside the
+    CLI's own keys, and the output folder in ``CDK_OUTDIR`` (which ``cdk.App`` reads)."""
+    given = json.loads(os.environ.get("CDK_CONTEXT_JSON") or "{}")
+    names = ["stack_name", *(f.name for f in dataclasses.fields(InfraSettings))]
+    context = {k: given[k] for k in names if given.get(k) is not None}
+    app, _ = build(settings_from_context(context), str(context.get("stack_name") or DEFAULT_STACK))
     app.synth()
-
-
-def _context_keys() -> list[str]:
-    return ["stack_name", *(f.name for f in dataclasses.fields(InfraSettings))]
 
 
 if __name__ == "__main__":

@@ -11,9 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 OUTPUT_PREFIX = "cdc-lake: "
-CLUSTER_ARN = "MSK_CLUSTER_ARN"
-# The output (description) -> the variables it gives.
-BOOTSTRAP_VARS = ("CDC_LAKE_KAFKA_BOOTSTRAP",)
+CLUSTER_ARN = "MSK_CLUSTER_ARN"  # an output, not a variable: where the brokers are asked
+BOOTSTRAP_VAR = "CDC_LAKE_KAFKA_BOOTSTRAP"
 
 
 def stack_variables(cloudformation: Any, kafka: Any, stack: str) -> dict[str, str]:
@@ -34,7 +33,7 @@ def stack_variables(cloudformation: Any, kafka: Any, stack: str) -> dict[str, st
     if not iam_brokers:
         raise ValueError(f"MSK cluster {named[CLUSTER_ARN]} has no IAM listener")
     out = {k: v for k, v in named.items() if k.startswith("CDC_LAKE_")}
-    out |= {name: iam_brokers for name in BOOTSTRAP_VARS}
+    out[BOOTSTRAP_VAR] = iam_brokers
     return dict(sorted(out.items()))
 
 

@@ -25,7 +25,7 @@ Nothing here reads the environment or reaches AWS: ``InfraSettings`` holds every
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, cast
+from typing import Any, Literal, cast
 
 import aws_cdk as cdk
 from aws_cdk import aws_ec2 as ec2
@@ -193,54 +193,50 @@ class CdcLakeStack(cdk.Stack):
             "wal_sender_timeout": "0",
             "max_slot_wal_keep_size": str(s.slot_wal_keep_mb),
         }
-        credentials = rds.Credentials.from_generated_secret("cdc_admin")
-        if s.database == "aurora":
-            engine = rds.DatabaseClusterEngine.aurora_postgres(
+        engine: rds.IEngine = (
+            rds.DatabaseClusterEngine.aurora_postgres(
                 version=rds.AuroraPostgresEngineVersion.VER_16_9
             )
+            if s.database == "aurora"
+            else rds.DatabaseInstanceEngine.postgres(version=rds.PostgresEngineVersion.VER_16_9)
+        )
+        # What the cluster and the instance share.
+        common: dict[str, Any] = {
+            "engine": engine,
+            "parameter_group": rds.ParameterGroup(
+                self, "DbParameters", engine=engine, parameters=parameters
+            ),
+            "vpc": self.vpc,
+            "vpc_subnets": private,
+            "security_groups": [self.db_sg],
+            "credentials": rds.Credentials.from_generated_secret("cdc_admin"),
+            "storage_encrypted": True,
+            "deletion_protection": True,
+            "removal_policy": cdk.RemovalPolicy.SNAPSHOT,
+        }
+        if s.database == "aurora":
             cluster = rds.DatabaseCluster(
                 self,
                 "Database",
-                engine=engine,
-                parameter_group=rds.ParameterGroup(
-                    self, "DbParameters", engine=engine, parameters=parameters
-                ),
                 writer=rds.ClusterInstance.provisioned(
                     "Writer", instance_type=ec2.InstanceType(s.db_instance_class)
                 ),
-                vpc=self.vpc,
-                vpc_subnets=private,
-                security_groups=[self.db_sg],
-                credentials=credentials,
                 default_database_name=s.db_name,
-                storage_encrypted=True,
-                deletion_protection=True,
                 backup=rds.BackupProps(retention=cdk.Duration.days(7)),
-                removal_policy=cdk.RemovalPolicy.SNAPSHOT,
+                **common,
             )
             assert cluster.secret is not None
             return cluster.cluster_endpoint.hostname, cluster.secret
-        engine = rds.DatabaseInstanceEngine.postgres(version=rds.PostgresEngineVersion.VER_16_9)
         instance = rds.DatabaseInstance(
             self,
             "Database",
-            engine=engine,
-            parameter_group=rds.ParameterGroup(
-                self, "DbParameters", engine=engine, parameters=parameters
-            ),
             instance_type=ec2.InstanceType(s.db_instance_class),
-            vpc=self.vpc,
-            vpc_subnets=private,
-            security_groups=[self.db_sg],
-            credentials=credentials,
             database_name=s.db_name,
             multi_az=s.multi_az,
-            storage_encrypted=True,
             allocated_storage=50,
-            deletion_protection=True,
             backup_retention=cdk.Duration.days(7),
             cloudwatch_logs_exports=["postgresql"],
-            removal_policy=cdk.RemovalPolicy.SNAPSHOT,
+            **common,
         )
         assert instance.secret is not None
         return instance.db_instance_endpoint_address, instance.secret

@@ -76,6 +76,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from cdc_lake.lake.schema import FLOAT_KINDS, TIMESTAMP_KINDS
 from cdc_lake.lake.tables import or_declared
 
 if TYPE_CHECKING:
@@ -159,9 +160,9 @@ def _spark_text(name: str, kind: str) -> Column:
         return F.trim(col)
     if kind == "date":
         return F.unix_date(col).cast("string")
-    if kind in ("timestamptz", "timestamp_ms", "timestamp_us"):
+    if kind in TIMESTAMP_KINDS:
         return F.unix_micros(col).cast("string")
-    if kind in ("float4", "float8"):
+    if kind in FLOAT_KINDS:
         bits = F.expr(f"reflect('java.lang.Double', 'doubleToLongBits', `{name}`)")
         return F.when(col.isNotNull(), bits)  # reflect is not called with a null
     return col.cast("string")
@@ -251,11 +252,11 @@ def _sql_text(name: str, kind: str) -> str:
         return f"btrim({column}::text)"
     if kind == "date":
         return f"({column} - DATE '1970-01-01')::text"
-    if kind in ("timestamptz", "timestamp_ms", "timestamp_us"):
+    if kind in TIMESTAMP_KINDS:
         # extract returns numeric (PostgreSQL 14+): exact to the microsecond. Without a time
         # zone it counts from 1970-01-01 00:00 as written, which is how Debezium counts.
         return f"(extract(epoch FROM {column}) * 1000000)::bigint::text"
-    if kind in ("float4", "float8"):
+    if kind in FLOAT_KINDS:
         # float8send sends a NaN's own bits (a computed one may have the sign set); Java
         # folds every NaN into 0x7ff8000000000000, so this does too.
         bits = f"(('x' || encode(float8send({column}::float8), 'hex'))::bit(64)::bigint)::text"

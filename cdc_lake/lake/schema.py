@@ -105,6 +105,10 @@ KINDS: dict[str, Kind] = {
     )
 }
 
+# Kinds that share a text in the digest and a conversion from change-feed images.
+FLOAT_KINDS = frozenset({"float4", "float8"})
+TIMESTAMP_KINDS = frozenset({"timestamptz", "timestamp_ms", "timestamp_us"})
+
 # PostgreSQL type names (format_type's, and the DDL's aliases) to kinds.
 PG_KINDS = {
     "smallint": "int", "int2": "int", "integer": "int", "int": "int", "int4": "int",
@@ -145,15 +149,19 @@ class SourceColumn:
         return re.sub(r"\s*\(.*\)", "", self.pg_type.strip().lower())
 
     @property
+    def precision(self) -> int | None:
+        """The type's first argument, ``float(p)``'s or ``timestamp(p)``'s; None without one."""
+        found = re.search(r"\((\d+)", self.pg_type)
+        return int(found.group(1)) if found else None
+
+    @property
     def kind(self) -> str | None:
         kind = PG_KINDS.get(self.base_type)
+        p = self.precision
         if self.base_type == "float":  # float(p): real up to 24 bits of precision
-            p = re.search(r"\((\d+)\)", self.pg_type)
-            return "float4" if p and int(p.group(1)) <= 24 else "float8"
-        if kind == "timestamp_us":
-            precision = re.search(r"\((\d+)\)", self.pg_type)
-            if precision and int(precision.group(1)) <= 3:
-                return "timestamp_ms"
+            return "float4" if p is not None and p <= 24 else "float8"
+        if kind == "timestamp_us" and p is not None and p <= 3:
+            return "timestamp_ms"
         return kind
 
 
@@ -288,7 +296,7 @@ class LakeSchema:
             col = F.col(name)
             if kind == "date":
                 col = F.date_from_unix_date(col)
-            elif kind in ("timestamptz", "timestamp_ms", "timestamp_us"):
+            elif kind in TIMESTAMP_KINDS:
                 col = F.timestamp_micros(col)
             out.append(col.alias(name))
         return out
@@ -314,7 +322,7 @@ def initial(table: str, key: str, source: Sequence[SourceColumn]) -> LakeSchema:
     if not any(c.name == key for c in source):
         raise SchemaChangeError(f"{table}: the source has no key column {key!r}")
     key_kind = next(c for c in source if c.name == key).kind
-    if key_kind in ("float4", "float8"):
+    if key_kind in FLOAT_KINDS:
         raise SchemaChangeError(
             f"{table}: the key column {key!r} is a float, which cdc-lake does not take as a key "
             "(a float's equality is not its text's). Way forward: key the table by an integer "

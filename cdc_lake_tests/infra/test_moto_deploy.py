@@ -86,7 +86,9 @@ def aws(moto_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
                         "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": REGION,
                         "AWS_SESSION_TOKEN": "testing"}.items():  # fmt: skip
         monkeypatch.setenv(name, value)
-    return {n: boto3.client(n, region_name=REGION)
+    # A session of its own: boto3's default one would keep these keys for later tests.
+    session = boto3.Session(region_name=REGION)
+    return {n: session.client(n)
             for n in ("cloudformation", "s3", "iam", "glue", "secretsmanager", "logs")}  # fmt: skip
 
 
