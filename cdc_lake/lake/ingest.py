@@ -30,6 +30,10 @@ Schema
     nor the lake has (a column added after the catalog was read, or added and dropped again
     before this refresh) also stops the refresh, naming the field, the object and the line:
     nothing is ever dropped in silence. The evolved schema goes into the commit's metadata.
+    A column added with a default (``ADD COLUMN ... DEFAULT``) is read by PostgreSQL from the
+    catalog for every row stored before, with no change event: a line that lacks the field
+    gets that value, and the commit that adds the column gives it to every live row the lake
+    holds (a rewrite of the table, once per such change; ``IngestResult.backfilled``).
 
 So a run with nothing new commits nothing. A crash before the commit leaves the old checkpoint:
 the same lines are read again and give the same result. A replay (``replay_from``) reads again
@@ -58,11 +62,13 @@ from cdc_lake.lake.hudi import (
     table_exists,
 )
 from cdc_lake.lake.schema import (
+    LakeColumn,
     LakeSchema,
     SchemaChangeError,
     SourceColumn,
     evolve,
     from_lake_types,
+    to_backfill,
 )
 from cdc_lake.lake.tables import declared_columns
 from cdc_lake.raw.objects import RawLayout, RawObject
@@ -116,6 +122,9 @@ class IngestResult:
     list_requests: int = 0
     seconds: float = 0.0
     schema: LakeSchema | None = None  # the lake's columns after this run
+    # Stored live rows given the missing value of a column added with a default, and its names.
+    backfilled: int = 0
+    backfilled_columns: tuple[str, ...] = ()
 
     @property
     def bytes_read(self) -> int:
@@ -276,9 +285,10 @@ def lake_schema(
     source_columns: Sequence[SourceColumn] | None,
     captured: CapturedTable = OUTBOX,
     declared: Sequence[SourceColumn] | None = None,
-) -> LakeSchema:
+) -> tuple[LakeSchema, tuple[LakeColumn, ...]]:
     """The lake's columns of the table ``captured`` declares, once the source's are taken
-    (``SchemaChangeError`` if they cannot be). ``source_columns``: as the source's catalog
+    (``SchemaChangeError`` if they cannot be), and the columns whose missing value the stored
+    rows get in this commit (``schema.to_backfill``). ``source_columns``: as the source's catalog
     lists them; None when it could not be read: then the columns the newest commit recorded,
     or for a table without any, the ones ``sql/`` declares (``declared``: as the caller read
     them, for a Spark app that has no ``sql/``, as on EMR)."""
@@ -293,13 +303,9 @@ def lake_schema(
             else declared_columns(captured)
         )
     lake_only = (*T.CDC_COLUMNS, *captured.lake_partition)
-    return evolve(
-        captured.source,
-        captured.key,
-        list(source_columns),
-        data_column_types(spark, table.base_path, lake_only) if exists else None,
-        recorded,
-    )
+    lake_types = data_column_types(spark, table.base_path, lake_only) if exists else None
+    schema = evolve(captured.source, captured.key, list(source_columns), lake_types, recorded)
+    return schema, to_backfill(lake_types, recorded, schema)
 
 
 def table_schema(spark: SparkSession, base_path: str) -> LakeSchema | None:
@@ -347,7 +353,7 @@ def ingest_new_files(
     says. A line over ``max_line_mb`` is bad. ``source_columns``: the source table's columns as
     its catalog lists them now; ``declared``: as ``sql/`` declares them (``lake_schema``)."""
     t0 = time.monotonic()
-    schema = lake_schema(spark, table, source_columns, captured, declared)
+    schema, backfill = lake_schema(spark, table, source_columns, captured, declared)
     stored = current_checkpoint(spark, s3_client, source, table)
     start = stored.rewound(replay_from) if replay_from is not None else stored
     plan = C.plan(s3_client, source.bucket, source.layout, start)
@@ -378,6 +384,7 @@ def ingest_new_files(
     fresh = parsed.where(is_fresh)
     latest: DataFrame | None = None
     absent: DataFrame | None = None
+    filled: DataFrame | None = None
     try:
         batch = _summarize(parsed, is_fresh, objects, start)
         result.lines_skipped = batch.lines - batch.fresh
@@ -409,10 +416,17 @@ def ingest_new_files(
             ).persist()
             result.absent_from_snapshot = absent.count()
             latest = O.latest_per_key(latest.unionByName(absent), schema.key)
+        if backfill:
+            filled = _with_missing_values(read_table(spark, table.base_path), schema, backfill)
+            latest = O.latest_per_key(latest.unionByName(filled), schema.key)
+            result.backfilled_columns = tuple(c.name for c in backfill)
         latest = O.with_delete_marker(latest, table.delete_mode)
         # Counted and then written: kept, so the window over the batch is computed once.
         latest = latest.persist()
         result.events_upserted = latest.count()
+        if filled is not None:
+            # Stored rows the batch does not change: they kept their ordering.
+            result.backfilled = filled.join(rows, schema.key, "left_anti").count()
         new_checkpoint = stored.advanced(progress)
         options = table.write_options(new_checkpoint.to_json(), schema)
         latest.write.format("hudi").options(**options).mode("append").save(table.base_path)
@@ -426,6 +440,25 @@ def ingest_new_files(
     result.checkpoint = new_checkpoint.to_json()
     result.seconds = time.monotonic() - t0
     return result
+
+
+def _with_missing_values(
+    stored: DataFrame, schema: LakeSchema, backfill: Sequence[LakeColumn]
+) -> DataFrame:
+    """The stored live rows, as lake rows, with the ``backfill`` columns set to their missing
+    value. They keep their ordering, so a newer change in the batch still wins over them, and
+    Hudi's event-time merge takes them over the stored rows they equal but for these columns."""
+    names = {c.name: c for c in backfill}
+
+    def value(name: str) -> Column:
+        if name in names:
+            return schema.missing_lake(names[name]).alias(name)
+        if name in stored.columns:
+            return F.col(name)
+        # Added in the same change without a default: null, as Hudi reads it in stored rows.
+        return F.lit(None).cast(schema.column(name).lake_type).alias(name)
+
+    return O.live_rows(stored).select(*[value(c) for c in T.lake_columns(schema)])
 
 
 def read_table(spark: SparkSession, base_path: str, **options: str) -> DataFrame:

@@ -17,6 +17,14 @@ Kinds
 Evolution (``evolve``), following what Hudi's Spark writer takes
     - A column added at the source is added to the lake, nullable: rows written before read as
       null. The lake's column order is kept and new columns go at the end.
+    - A column added with a non-volatile default: PostgreSQL reads every row stored before
+      as that value (the catalog's ``attmissingval``) and sends no change for them. The lake
+      records it as the column's ``missing_value``: a raw line without the field (written
+      before the column existed) carries it, and the commit that takes the column gives it to
+      every live row already in the lake (``to_backfill``). A volatile default (``random()``,
+      ``clock_timestamp()``) makes PostgreSQL rewrite the table, again without change events:
+      nothing in the catalog tells, and ``matches_source`` fails on those rows until they
+      change or the table is snapshotted again (``cdc-lake source resnapshot``).
     - Widening an integer (``smallint`` to ``integer`` to ``bigint``) goes through: the lake
       holds every integer as ``bigint``.
     - The lake holds every float as ``double``; ``real`` to ``double precision`` stops, like any
@@ -41,14 +49,15 @@ Evolution (``evolve``), following what Hudi's Spark writer takes
 
 from __future__ import annotations
 
+import datetime
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column
+    from pyspark.sql import Column, DataFrame
     from pyspark.sql.types import StructType
 
 # Options starting with "_" become the Hudi commit's extra metadata.
@@ -143,6 +152,9 @@ class SourceColumn:
     nullable: bool = True
     # PostgreSQL's attnum: kept by a rename, never reused after a drop (None: not from a catalog)
     position: int | None = None
+    # PostgreSQL's text of the value that rows stored before the column was added read as
+    # (``ADD COLUMN ... DEFAULT`` with a non-volatile default: the catalog's attmissingval).
+    missing_value: str | None = None
 
     @property
     def base_type(self) -> str:
@@ -173,6 +185,9 @@ class LakeColumn:
     kind: str
     source_type: str | None
     position: int | None = None  # the source column's attnum, when read from the catalog
+    # The source's missing value (``SourceColumn.missing_value``) when the lake took the column:
+    # what a change event written before the column existed (it lacks the field) stands for.
+    missing_value: str | None = None
 
     @property
     def dropped(self) -> bool:
@@ -181,6 +196,7 @@ class LakeColumn:
     @property
     def lake_type(self) -> str:
         return KINDS[self.kind].lake
+
 
 @dataclass(frozen=True)
 class LakeSchema:
@@ -222,6 +238,7 @@ class LakeSchema:
                     "kind": c.kind,
                     "source_type": c.source_type,
                     "position": c.position,
+                    **({"missing_value": c.missing_value} if c.missing_value is not None else {}),
                 }
                 for c in self.columns
             ],
@@ -234,7 +251,13 @@ class LakeSchema:
             key=str(data["key"]),
             version=int(data.get("version", 1)),
             columns=tuple(
-                LakeColumn(str(c["name"]), str(c["kind"]), c.get("source_type"), c.get("position"))
+                LakeColumn(
+                    str(c["name"]),
+                    str(c["kind"]),
+                    c.get("source_type"),
+                    c.get("position"),
+                    c.get("missing_value"),
+                )
                 for c in data["columns"]
             ),
         )
@@ -266,24 +289,33 @@ class LakeSchema:
         """The data columns of parsed raw events as lake columns."""
         from pyspark.sql import functions as F
 
-        out = []
+        return [_to_lake(c.kind, F.col(c.name)).alias(c.name) for c in self.columns]
+
+    def with_missing_values(self, parsed: DataFrame, keys: Column) -> DataFrame:
+        """Parsed raw events (``raw_struct``'s columns) with each column that has a missing value
+        set to it where the line lacks the field (``keys``: the line's field names): Debezium
+        wrote the line before the column existed, and the source reads that row's value as the
+        missing one. An explicit null stays null."""
+        from pyspark.sql import functions as F
+
         for c in self.columns:
-            col = F.col(c.name)
-            if c.kind == "trimmed":
-                col = F.trim(col)
-            elif c.kind == "date":
-                col = F.date_from_unix_date(col)
-            elif c.kind == "timestamptz":
-                # try_: null, not an ANSI-mode failure; parsing has already rejected bad text.
-                col = F.try_to_timestamp(col)
-            elif c.kind == "float4":
-                col = col.cast("double")  # exact: every float is a double
-            elif c.kind == "timestamp_ms":
-                col = F.timestamp_millis(col)
-            elif c.kind == "timestamp_us":
-                col = F.timestamp_micros(col)
-            out.append(col.alias(c.name))
-        return out
+            if c.missing_value is not None:
+                fill = self.missing_raw(c)
+                parsed = parsed.withColumn(
+                    c.name, F.when(F.array_contains(keys, c.name), F.col(c.name)).otherwise(fill)
+                )
+        return parsed
+
+    def missing_raw(self, column: LakeColumn) -> Column:
+        """A column's missing value as a raw (Debezium) field."""
+        from pyspark.sql import functions as F
+
+        value = raw_missing_value(column, self.table)
+        return F.lit(value).cast(KINDS[column.kind].raw)
+
+    def missing_lake(self, column: LakeColumn) -> Column:
+        """A column's missing value as the lake holds it."""
+        return _to_lake(column.kind, self.missing_raw(column))
 
     def from_image(self, image_columns: Sequence[str]) -> list[Column]:
         """An image's columns (``image_columns``: what the image struct holds) as lake columns."""
@@ -305,6 +337,26 @@ class LakeSchema:
         return tuple(c.name for c in self.columns if c.kind == "timestamptz")
 
 
+def _to_lake(kind: str, col: Column) -> Column:
+    """A raw field of ``kind`` as the lake column."""
+    from pyspark.sql import functions as F
+
+    if kind == "trimmed":
+        return F.trim(col)
+    if kind == "date":
+        return F.date_from_unix_date(col)
+    if kind == "timestamptz":
+        # try_: null, not an ANSI-mode failure; parsing has already rejected bad text.
+        return F.try_to_timestamp(col)
+    if kind == "float4":
+        return col.cast("double")  # exact: every float is a double
+    if kind == "timestamp_ms":
+        return F.timestamp_millis(col)
+    if kind == "timestamp_us":
+        return F.timestamp_micros(col)
+    return col
+
+
 def lake_column(column: SourceColumn, table: str) -> LakeColumn:
     kind = column.kind
     if kind is None:
@@ -314,7 +366,7 @@ def lake_column(column: SourceColumn, table: str) -> LakeColumn:
             f"committed. Way forward: drop the column, change its type at the source, or leave "
             "it out of the captured table."
         )
-    return LakeColumn(column.name, kind, column.pg_type, column.position)
+    return LakeColumn(column.name, kind, column.pg_type, column.position, column.missing_value)
 
 
 def initial(table: str, key: str, source: Sequence[SourceColumn]) -> LakeSchema:
@@ -419,7 +471,11 @@ def evolve(
                     "replay the raw files into a new table (LakeResource(table_prefix=...) and "
                     "`cdc-lake lake replay --from-offset 0`)."
                 )
-        columns.append(new)
+        # The missing value is the source's when the lake takes the column (again, after a
+        # drop); after that the recorded one, which a table rewrite at the source clears.
+        readded = name in known and known[name].dropped
+        kept = known[name].missing_value if name in known else None
+        columns.append(replace(new, missing_value=new.missing_value if readded else kept))
     columns += [lake_column(c, table) for c in source if c.name not in lake_types]
     evolved = LakeSchema(table, key, tuple(columns))
     if recorded is not None:
@@ -432,6 +488,56 @@ def evolve(
     return LakeSchema(table, key, evolved.columns, version)
 
 
+def to_backfill(
+    lake_types: Mapping[str, str] | None, recorded: LakeSchema | None, evolved: LakeSchema
+) -> tuple[LakeColumn, ...]:
+    """The columns that ``evolve`` took anew (added, or added again after a drop) with a missing
+    value: the source's rows stored before the change read it, although no change event says
+    so, so every live row the lake holds gets it in the commit that adds the column."""
+    if lake_types is None:
+        return ()
+    dropped = {c.name for c in recorded.columns if c.dropped} if recorded else set()
+    return tuple(
+        c
+        for c in evolved.live
+        if c.missing_value is not None and (c.name not in lake_types or c.name in dropped)
+    )
+
+
+def raw_missing_value(column: LakeColumn, table: str) -> Any:
+    """A column's missing value as Debezium would write it in a raw line (see ``KINDS``)."""
+    text, kind = column.missing_value, column.kind
+    if text is None:
+        return None
+    try:
+        if kind == "int":
+            return int(text)
+        if kind == "bool":
+            return {"t": True, "f": False}[text]
+        if kind in FLOAT_KINDS:
+            return float(text)
+        if kind == "date":
+            return (datetime.date.fromisoformat(text) - _EPOCH.date()).days
+        if kind == "timestamptz":
+            instant = datetime.datetime.fromisoformat(text).astimezone(datetime.UTC)
+            return instant.isoformat().replace("+00:00", "Z")
+        if kind in ("timestamp_ms", "timestamp_us"):
+            micros = (datetime.datetime.fromisoformat(text) - _EPOCH) // _MICROSECOND
+            return micros // 1000 if kind == "timestamp_ms" else micros
+    except (ValueError, KeyError) as e:
+        raise SchemaChangeError(
+            f"{table}: column {column.name!r} was added with the default {text!r}, which rows "
+            f"stored before read but cdc-lake cannot carry to the lake as {column.source_type} "
+            f"({e}). Nothing was committed. Way forward: set the column on every row (UPDATE "
+            "... SET column = column), so change events carry the value."
+        ) from e
+    return text  # text, bpchar (trimmed on the way in), jsonb's and numeric's exact text
+
+
+_EPOCH = datetime.datetime(1970, 1, 1)
+_MICROSECOND = datetime.timedelta(microseconds=1)
+
+
 # Reading the source's columns
 
 
@@ -441,7 +547,8 @@ def columns_from_catalog(conn: Any, table: str) -> list[SourceColumn]:
     with conn.cursor() as cur:
         cur.execute(
             """
-            SELECT a.attname, format_type(a.atttypid, a.atttypmod), NOT a.attnotnull, a.attnum
+            SELECT a.attname, format_type(a.atttypid, a.atttypmod), NOT a.attnotnull, a.attnum,
+                   CASE WHEN a.atthasmissing THEN (a.attmissingval::text::text[])[1] END
             FROM pg_attribute a
             JOIN pg_class c ON c.oid = a.attrelid
             JOIN pg_namespace n ON n.oid = c.relnamespace
@@ -453,7 +560,11 @@ def columns_from_catalog(conn: Any, table: str) -> list[SourceColumn]:
         rows = cur.fetchall()
     if not rows:
         raise SchemaChangeError(f"{table}: no such table in the source database")
-    return [SourceColumn(str(n), str(t), bool(null), int(pos)) for n, t, null, pos in rows]
+    # psycopg2 sets DateStyle ISO on every connection: dates and times print as ISO 8601.
+    return [
+        SourceColumn(str(n), str(t), bool(null), int(pos), missing)
+        for n, t, null, pos, missing in rows
+    ]
 
 
 _CREATE = re.compile(

@@ -142,7 +142,9 @@ def parse_raw_lines(lines: DataFrame, schema: LakeSchema | None = None) -> DataF
     ``line_no``, ``value``, ``error`` (null for a good line) and ``unknown_fields``: the line's
     top-level fields that are neither the table's columns nor Debezium's or the sink's (a
     column the lake does not know: the ingestion stops on it, see ``cdc_lake/lake/ingest.py``).
-    Blank lines are dropped. When ``lines`` has an ``input_error`` column
+    A column with a missing value (added at the source with a default) that the line lacks
+    gets that value (``LakeSchema.with_missing_values``): the line was written before the
+    column existed. Blank lines are dropped. When ``lines`` has an ``input_error`` column
     (``ingest.read_lines``), a line with one is not parsed and that is its error.
     """
     schema = or_declared(schema)
@@ -162,7 +164,8 @@ def parse_raw_lines(lines: DataFrame, schema: LakeSchema | None = None) -> DataF
     # from_json stops after the first value; as an array element, trailing content is an error.
     n_values = F.json_array_length(F.concat(F.lit("["), to_parse, F.lit("]")))
     known = F.array(*[F.lit(f.name) for f in struct.fields if f.name != CORRUPT_COLUMN])
-    unknown = F.array_except(F.json_object_keys(to_parse), known)
+    keys = F.json_object_keys(to_parse)
+    unknown = F.array_except(keys, known)
     parsed = (
         lines.where(value.isNotNull() & ~value.rlike(r"^\s*$"))
         # Parsing inside a generator: the optimizer would otherwise push a later filter on
@@ -178,17 +181,26 @@ def parse_raw_lines(lines: DataFrame, schema: LakeSchema | None = None) -> DataF
                         event.alias("_event"),
                         n_values.alias("_n_values"),
                         unknown.alias(UNKNOWN_FIELDS),
+                        keys.alias("_keys"),
                     )
                 )
             ),
         )
         .select(
-            "_event.*", "source_key", "line_no", "value", INPUT_ERROR, "_n_values", UNKNOWN_FIELDS
+            "_event.*",
+            "source_key",
+            "line_no",
+            "value",
+            INPUT_ERROR,
+            "_n_values",
+            UNKNOWN_FIELDS,
+            "_keys",
         )
     )
+    parsed = schema.with_missing_values(parsed, F.col("_keys"))
     partial = lines.sparkSession.conf.get("spark.sql.json.enablePartialResults", "true")
     error = _error_reason(schema, F.col("_n_values"), precise_types=partial == "true")
-    return parsed.withColumn("error", error).drop("_n_values", INPUT_ERROR)
+    return parsed.withColumn("error", error).drop("_n_values", INPUT_ERROR, "_keys")
 
 
 def _error_reason(schema: LakeSchema, n_values: Column, precise_types: bool) -> Column:

@@ -71,6 +71,9 @@ def run_upsert(spark: SparkSession, s3_client: Any, params: UpsertParams) -> App
         "offset_gaps": meta(result.offset_gaps, "int"),
         # A completed snapshot in the batch deletes the live orders it no longer held.
         "orders_absent_from_snapshot": meta(result.absent_from_snapshot, "int"),
+        # A column added with a default: the stored rows it was given to (once, when added).
+        "backfilled_rows": meta(result.backfilled, "int"),
+        "backfilled_columns": meta(list(result.backfilled_columns), "json"),
         "ignored_raw_keys": meta(len(result.ignored_keys), "int"),
         "ignored_raw_keys_sample": meta(result.ignored_keys[:10], "json"),
         "table_path": meta(table.base_path, "path"),

@@ -6,7 +6,8 @@ One pipeline of its own (database, connectors, topic, raw prefix, Hudi table: th
 
 1. columns added at the source (text, smallint, boolean, numeric, real: 1.1 and NaN, held as
    the real's exact value; timestamp and timestamp(3)), set on 10 orders, with events
-   from before the change in the same batch: the lake gets them, earlier rows read null, and
+   from before the change in the same batch: the lake gets them, earlier rows read null (or
+   the column's default, for the columns added with one, as PostgreSQL reads them), and
    ``matches_source`` (its digest now covering them) and ``schema_matches_source`` pass. Order
    writes through the triggers go on between the ``ALTER TABLE`` and any change of the
    function that fills the outbox; then the README's edits of ``sql/002_outbox.sql`` make the
@@ -45,6 +46,9 @@ from cdc_lake_tests.faults.harness import FaultPipeline
 ADDED = {"sales_channel": "text", "priority": "smallint", "gift": "boolean",
          "discount_total": "numeric(10,2)", "weight": "real", "promised_at": "timestamp",
          "packed_at": "timestamp(3)"}  # fmt: skip
+# Added with a default: PostgreSQL reads it for every row stored before, with no change event.
+DEFAULTED = {"channel_group": "text DEFAULT 'retail'", "handling_fee": "numeric(6,2) DEFAULT 2.50",
+             "opened_at": "timestamptz DEFAULT '2026-01-02 03:04:05+01'"}  # fmt: skip
 # real's 1.1 as a double: what PostgreSQL's real::float8 gives and what the lake must hold.
 REAL_1_1 = struct.unpack("f", struct.pack("f", 1.1))[0]
 CHECKS = [matches_source, schema_matches_source]
@@ -149,7 +153,9 @@ def test_schema_changes_reach_the_lake_or_stop_the_refresh(pipeline: FaultPipeli
 
     # 1. Changes before the ALTER, left in the raw files: the next batch mixes both schemas.
     p.workload(changes=15, rate=20, seed=11).finish()
-    added = ", ".join(f"ADD COLUMN {name} {pg_type}" for name, pg_type in ADDED.items())
+    added = ", ".join(
+        f"ADD COLUMN {name} {pg_type}" for name, pg_type in (ADDED | DEFAULTED).items()
+    )
     sql(p, f"ALTER TABLE datalake.cdc_events {added}")
     # Order writes through the triggers still work before anything fills the new columns.
     p.workload(changes=15, rate=20, seed=12).finish()
@@ -192,6 +198,13 @@ def test_schema_changes_reach_the_lake_or_stop_the_refresh(pipeline: FaultPipeli
     assert clocks["packed"] == micros(datetime.datetime(1969, 7, 20, 20, 17, 40, 250000) - epoch)
     others = [r for oid, r in rows.items() if oid not in orders]
     assert others and all(r["sales_channel"] is None for r in others)
+    # The defaults reached every row: stored ones by the commit that added the columns, and
+    # those whose events were written before the ALTER (matches_source covers all three).
+    opened = datetime.datetime(2026, 1, 2, 2, 4, 5)
+    assert {(r["channel_group"], r["handling_fee"], r["opened_at"]) for r in rows.values()} == {
+        ("retail", "2.50", opened)
+    }
+    assert meta["backfilled_columns"] == list(DEFAULTED) and meta["backfilled_rows"] > 0
 
     # 1b. The README's way to have the triggers fill a new column: its edits of
     # sql/002_outbox.sql, applied, then the outbox brought in line as the source asset does.

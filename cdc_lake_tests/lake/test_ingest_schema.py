@@ -4,6 +4,7 @@ a change the lake cannot take (``cdc_lake/lake/ingest.py``, "Schema")."""
 
 from __future__ import annotations
 
+import datetime
 import socket
 
 import dagster as dg
@@ -14,7 +15,7 @@ from bench.synthetic import SyntheticLake, event
 from cdc_lake.defs.lake.assets import cdc_events_hudi
 from cdc_lake.lake.digest import spark_digest
 from cdc_lake.lake.hudi import completed_commits, latest_schema
-from cdc_lake.lake.ingest import ingest_new_files, read_table
+from cdc_lake.lake.ingest import ingest_new_files, read_as_of, read_table
 from cdc_lake.lake.ordering import live_rows
 from cdc_lake.lake.schema import SchemaChangeError, SourceColumn
 from cdc_lake.lake.table_state import evaluate
@@ -62,6 +63,64 @@ def test_a_batch_mixing_old_and_new_schema_lands_whole(spark: SparkSession, lake
     assert followed is not None and followed.mode == "incremental"
     assert rescan is not None and rescan.incremental_matches_rescan is True
     assert followed.digest["digest"] == rescan.digest["digest"]
+
+
+def test_a_column_added_with_a_default_reaches_every_row_stored_before(
+    spark: SparkSession, lake: SyntheticLake
+):
+    """ADD COLUMN ... DEFAULT: PostgreSQL reads the default for every row stored before and
+    sends no change for them; the lake gives it to its stored rows and to lines without it."""
+    table = lake.table()
+    lake.put([event(1, 100, 1), event(2, 100, 2), event(3, 100, 3)])
+    ingest_new_files(spark, lake.client, lake.source, table)
+    previous = evaluate(spark, table, None)
+    assert previous is not None
+    # One batch: a line from before the ALTER (no field), a value, an explicit null.
+    lake.put([event(3, 200, 4), event(1, 210, 5, channel="web", fee="1.00"),
+              event(4, 220, 6, channel=None, fee=None)])  # fmt: skip
+    source = [
+        *declared_columns(OUTBOX),
+        SourceColumn("channel", "text", True, 20, "retail"),
+        SourceColumn("fee", "numeric(6,2)", True, 21, "2.50"),
+        SourceColumn("opened", "timestamp with time zone", True, 22, "2026-01-02 03:04:05+01"),
+        SourceColumn("note", "text", True, 23),  # added in the same ALTER, without a default
+    ]
+    result = ingest_new_files(spark, lake.client, lake.source, table, source_columns=source)
+    assert result.committed is not None and result.schema is not None
+    assert result.backfilled == 1 and result.backfilled_columns == ("channel", "fee", "opened")
+    assert result.events_upserted == 4  # three changes and the stored order 2
+    rows = {r["order_id"]: r for r in read_table(spark, table.base_path).collect()}
+    assert {o: (r["channel"], r["fee"]) for o, r in rows.items()} == {
+        1: ("web", "1.00"), 2: ("retail", "2.50"), 3: ("retail", "2.50"), 4: (None, None)
+    }
+    opened = datetime.datetime(2026, 1, 2, 2, 4, 5)  # the session's time zone is UTC
+    assert [rows[o]["opened"] for o in (1, 2, 3, 4)] == [opened] * 4  # no line had the field
+    assert all(r["note"] is None for r in rows.values())
+    assert rows[2]["cdc_ordering"] == previous_ordering(spark, table, 2)
+    recorded = latest_schema(spark, table.base_path)
+    assert recorded is not None and recorded.column("channel").missing_value == "retail"
+
+    # A line written before the ALTER that arrives later (the sink lagging) still gets it, and
+    # the stored rows are not filled again. The change feed follows both commits exactly.
+    lake.put([event(5, 150, 7), event(2, 300, 8, channel="phone")])
+    later = ingest_new_files(spark, lake.client, lake.source, table, source_columns=source)
+    assert later.backfilled == 0 and later.backfilled_columns == ()
+    rows = {r["order_id"]: r for r in read_table(spark, table.base_path).collect()}
+    assert (rows[5]["channel"], rows[2]["channel"]) == ("retail", "phone")
+    followed = evaluate(spark, table, previous.digest, schema=later.schema)
+    rescan = evaluate(spark, table, previous.digest, full_scan=True, schema=later.schema)
+    assert rescan is not None and followed is not None
+    assert followed.digest["digest"] == rescan.digest["digest"]
+    live = live_rows(read_table(spark, table.base_path))
+    assert rescan.digest["digest"] == spark_digest(live, schema=later.schema)["digest"]
+
+
+def previous_ordering(spark: SparkSession, table, order_id: int) -> int:
+    """The ordering of the order's first commit: a filled row keeps it."""
+    first = next(completed_commits(spark, table.base_path))
+    row = read_as_of(spark, table.base_path, first.instant).where(f"order_id = {order_id}").first()
+    assert row is not None
+    return row["cdc_ordering"]
 
 
 def test_a_field_nobody_knows_stops_naming_it(spark: SparkSession, lake: SyntheticLake):

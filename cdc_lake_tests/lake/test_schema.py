@@ -19,6 +19,9 @@ from cdc_lake.lake.schema import (
     describe_change,
     evolve,
     initial,
+    lake_column,
+    raw_missing_value,
+    to_backfill,
 )
 from cdc_lake.lake.tables import declared_columns
 from cdc_lake.source.captured import OUTBOX
@@ -245,3 +248,58 @@ def test_numeric_to_text_keeps_its_values_and_a_readded_column_keeps_its_kind():
     f2 = evolve(TABLE, "id", BASE, lake_types(f1), f1)
     with pytest.raises(SchemaChangeError, match="'w' changed type"):
         evolve(TABLE, "id", [*BASE, SourceColumn("w", "double precision")], lake_types(f2), f2)
+
+
+@pytest.mark.parametrize(
+    ("pg_type", "text", "raw"),
+    [
+        ("integer", "42", 42),
+        ("boolean", "t", True),
+        ("text", "web", "web"),
+        ("character(5)", "ab   ", "ab   "),  # trimmed on the way in, like Debezium's text
+        ("numeric(6,2)", "2.50", "2.50"),
+        ("jsonb", '{"x": [1, "a b"]}', '{"x": [1, "a b"]}'),
+        ("date", "1969-12-31", -1),
+        ("timestamp with time zone", "2026-01-02 03:04:05.5+01", "2026-01-02T02:04:05.500000Z"),
+        ("timestamp(3) without time zone", "1969-07-20 20:17:40.25", -14182940 * 1000 + 250),
+        ("timestamp without time zone", "1970-01-01 00:00:01.000002", 1_000_002),
+        ("double precision", "NaN", "nan"),
+        ("real", "1.1", 1.1),
+    ],
+)
+def test_a_missing_value_is_written_as_debezium_writes_the_field(pg_type, text, raw):
+    column = lake_column(SourceColumn("c", pg_type, True, 2, text), TABLE)
+    value = raw_missing_value(column, TABLE)
+    assert str(value) == raw if raw == "nan" else value == raw
+
+
+@pytest.mark.parametrize(("pg_type", "text"), [("date", "infinity"), ("boolean", "maybe")])
+def test_a_missing_value_the_lake_cannot_carry_stops_naming_it(pg_type, text):
+    column = lake_column(SourceColumn("c", pg_type, True, 2, text), TABLE)
+    with pytest.raises(SchemaChangeError, match=rf"{TABLE}: column 'c' was added with the default"):
+        raw_missing_value(column, TABLE)
+
+
+def test_the_missing_value_is_kept_from_when_the_lake_took_the_column():
+    v1 = initial(TABLE, "id", BASE)
+    added = SourceColumn("channel", "text", True, 3, "retail")
+    v2 = evolve(TABLE, "id", [*BASE, added], lake_types(v1), v1)
+    assert v2.column("channel").missing_value == "retail" and v2.version == 2
+    assert to_backfill(lake_types(v1), v1, v2) == (v2.column("channel"),)
+    assert LakeSchema.from_json(json.loads(json.dumps(v2.to_json()))) == v2
+    # A rewrite at the source clears attmissingval: the lake keeps the value, nothing to fill.
+    cleared = SourceColumn("channel", "text", True, 3)
+    v3 = evolve(TABLE, "id", [*BASE, cleared], lake_types(v2), v2)
+    assert v3.column("channel").missing_value == "retail" and v3.version == 2
+    assert to_backfill(lake_types(v2), v2, v3) == ()
+    # Dropped, then added again with another default: the stored rows get the new one.
+    v4 = evolve(TABLE, "id", BASE, lake_types(v3), v3)
+    again = SourceColumn("channel", "text", True, 4, "shop")
+    v5 = evolve(TABLE, "id", [*BASE, again], lake_types(v4), v4)
+    assert [c.name for c in to_backfill(lake_types(v4), v4, v5)] == ["channel"]
+    assert v5.column("channel").missing_value == "shop"
+    # A column without a default, or a new table: nothing to fill.
+    plain = evolve(TABLE, "id", [*BASE, SourceColumn("note", "text")], lake_types(v1), v1)
+    assert to_backfill(lake_types(v1), v1, plain) == ()
+    fresh = evolve(TABLE, "id", [*BASE, added], None)
+    assert to_backfill(None, None, fresh) == () and fresh.column("channel").missing_value
