@@ -14,10 +14,9 @@ from cdc_lake.stack import LocalStack
 
 def test_benchmarks_run_and_report(local_stack: LocalStack, spark, secret_env, tmp_path):
     names = ["sensor", "incremental", "scale", "index", "refresh"]
-    report = run(
-        local_stack, names, smoke=True, reps=1, spark=spark,
-        table_types=("COPY_ON_WRITE", "MERGE_ON_READ"),
-    )  # fmt: skip
+    # The refresh benchmark on the default table type only: MERGE_ON_READ takes the same
+    # harness path with another option (and half a minute more).
+    report = run(local_stack, names, smoke=True, reps=1, spark=spark)
     figures = {(f.benchmark, f.name): f for f in report.figures}
     ours = figures[("sensor tick", "cdc-lake LIST requests per tick")]
     full = figures[("sensor tick", "dagster_aws LIST requests per tick")]
@@ -44,14 +43,13 @@ def test_benchmarks_run_and_report(local_stack: LocalStack, spark, secret_env, t
     per_table = [f for f in index if "new files into" in f.name]
     assert len(per_table) == 4 and all(f.value > 0 and f.note == "tables equal" for f in per_table)
 
-    # Refresh: the same new work into a small and a big table, both committed (asserted inside),
-    # for each table type; per size, both steps and the upsert's own seconds.
+    # Refresh: the same new work into a small and a big table, both committed (asserted inside);
+    # per size, both steps and the upsert's own seconds.
     refresh = {f.name: f for f in report.figures if f.benchmark == "refresh"}
-    assert len(refresh) == 2 * (3 + 2 * 3) and all(f.value > 0 for f in refresh.values())
+    assert len(refresh) == 3 + 2 * 3 and all(f.value > 0 for f in refresh.values())
     assert refresh["ratio 500 / 50 orders"].goal == "<= 1.2x"
-    assert refresh["ratio MERGE_ON_READ 500 / 50 orders"].goal == "<= 1.2x"
     steps = [n for n in refresh if n.startswith("step ") and n.endswith(" 500 orders")]
-    assert len(steps) == 2 * 3 and "step upsert (write only) MERGE_ON_READ, 500 orders" in steps
+    assert len(steps) == 3 and "step upsert (write only), 500 orders" in steps
 
     out_json, out_md = tmp_path / "r.json", tmp_path / "benchmarks.md"
     write_outputs(report, out_json, out_md, "python -m bench --smoke")

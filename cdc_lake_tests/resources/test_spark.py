@@ -214,8 +214,11 @@ def test_emr_step_runs_the_same_job_and_reports_through_pipes(
     resources = _resources(local_stack, syn, _step_launcher(local_stack, moto_endpoint, cluster_id))
     s3 = local_stack.service("s3").client()  # type: ignore[attr-defined]
 
+    instance = dg.DagsterInstance.ephemeral()
     with EmrSimulator(s, s3, REGION) as sim:
-        result = dg.materialize([cdc_events_hudi, order_items], resources=resources)
+        result = dg.materialize(
+            [cdc_events_hudi, order_items], resources=resources, instance=instance
+        )
     assert result.success, [e.stderr[-3000:] for e in sim.executions]
 
     # Both apps ran as steps, from the uploaded code, with nothing of the project's checkout.
@@ -263,16 +266,33 @@ def test_emr_step_runs_the_same_job_and_reports_through_pipes(
     rows = {r["order_id"]: r for r in table.collect()}
     assert set(rows) == {1, 3} and rows[1]["shipped_date"].toordinal() > 0
 
-    # An unchanged app package is not uploaded again; a run with no new files commits nothing, and
-    # reports the newest commit (this instance has no materialization to carry forward).
+    # An unchanged app package is not uploaded again: its keys carry its digest.
+    uploads = _CountingUploads(s3)
+    again_uris = resources["spark_jobs"].upload_app(uploads)
+    assert again_uris == (f"s3://{s.lake_bucket}/{code[1]}", f"s3://{s.lake_bucket}/{code[0]}")
+    assert uploads.count == 0
+    # A run with no new files submits no step: it carries the last commit forward.
     with EmrSimulator(s, s3, REGION) as sim:
-        again = dg.materialize([cdc_events_hudi], resources=resources)
-    assert again.success and len(sim.executions) == 1
-    after = s3.list_objects_v2(Bucket=s.lake_bucket, Prefix="emr-test/code/")["Contents"]
-    assert sorted(o["Key"] for o in after) == code
+        again = dg.materialize([cdc_events_hudi], resources=resources, instance=instance)
+    assert again.success and sim.executions == []
+    assert len(emr.list_steps(ClusterId=cluster_id)["Steps"]) == 2
     mat = again.get_asset_materialization_events()[0].materialization
     assert mat.metadata["commit_instant"].value == meta["commit_instant"]
     assert mat.metadata["new_commit"].value is False and meta["new_commit"] is True
+
+
+class _CountingUploads:
+    """An S3 client that counts ``upload_file`` calls."""
+
+    def __init__(self, client: Any) -> None:
+        self.client, self.count = client, 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.client, name)
+
+    def upload_file(self, *args: Any, **kwargs: Any) -> Any:
+        self.count += 1
+        return self.client.upload_file(*args, **kwargs)
 
 
 def test_a_failed_step_is_a_dagster_failure_with_reason_and_logs(
