@@ -28,7 +28,7 @@ from pathlib import Path
 from bench.benchmarks import bench_incremental, bench_sensor
 from bench.connect_iceberg import bench_connect_iceberg
 from bench.empty_run import bench_empty_run
-from bench.harness import Report, say, write_outputs
+from bench.harness import LoadSampler, Report, say, write_outputs
 from bench.index_cost import bench_index
 from bench.latency import Profile, bench_latency, default_profiles
 from bench.peers import bench_peers
@@ -207,6 +207,13 @@ def main(argv: list[str] | None = None) -> int:
         metavar="KEY=VALUE[,KEY=VALUE]",
         help="latency: one more profile, the tuned settings plus these Hudi options",
     )
+    parser.add_argument(
+        "--background-load",
+        type=int,
+        default=0,
+        metavar="N",
+        help="N busy-looping processes beside the run (the load is reported either way)",
+    )
     parser.add_argument("--port-base", type=int, default=17400)
     parser.add_argument("--json", default="bench/results.json")
     parser.add_argument("--no-docs", action="store_true", help="do not append to docs")
@@ -230,31 +237,35 @@ def main(argv: list[str] | None = None) -> int:
     try:
         what = "stack" if whole else "S3 server"
         say(f"bench: {what} up in {sum(stack.up().values()):.1f}s")
-        report = run(
-            stack,
-            only,
-            args.smoke,
-            reps,
-            sensor_objects=args.sensor_objects,
-            scales=tuple(int(x) for x in args.scales.split(",")),
-            scale_knobs={
-                "driver_memory": args.driver_memory,
-                "shuffle_partitions": args.shuffle_partitions,
-                "parallelism": args.hudi_parallelism,
-                "variant_options": dict(v.split("=", 1) for v in args.variant),
-                "delta_cdf": args.delta_cdf,
-            },
-            batches=args.batches,
-            latency_profiles=default_profiles(
-                args.tuned_flush_ms,
-                args.tuned_sensor_s,
-                [dict(kv.split("=", 1) for kv in v.split(",")) for v in args.latency_variant],
-            ),
-            latency_duration_s=args.latency_duration,
-            latency_rate=args.latency_rate,
-            latency_rounds=args.latency_rounds,
-            table_types=tuple(args.table_type or (HudiTableConfig.table_type,)),
-        )
+        load = LoadSampler(busy=args.background_load)
+        with load:
+            report = run(
+                stack,
+                only,
+                args.smoke,
+                reps,
+                sensor_objects=args.sensor_objects,
+                scales=tuple(int(x) for x in args.scales.split(",")),
+                scale_knobs={
+                    "driver_memory": args.driver_memory,
+                    "shuffle_partitions": args.shuffle_partitions,
+                    "parallelism": args.hudi_parallelism,
+                    "variant_options": dict(v.split("=", 1) for v in args.variant),
+                    "delta_cdf": args.delta_cdf,
+                },
+                batches=args.batches,
+                latency_profiles=default_profiles(
+                    args.tuned_flush_ms,
+                    args.tuned_sensor_s,
+                    [dict(kv.split("=", 1) for kv in v.split(",")) for v in args.latency_variant],
+                ),
+                latency_duration_s=args.latency_duration,
+                latency_rate=args.latency_rate,
+                latency_rounds=args.latency_rounds,
+                table_types=tuple(args.table_type or (HudiTableConfig.table_type,)),
+            )
+        report.load = load.summary()
+        say(f"bench: {LoadSampler.describe(report.load)}")
     finally:
         stack.down()
         shutil.rmtree(state, ignore_errors=True)

@@ -62,7 +62,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench.harness import Figure
+from bench.harness import Figure, materialize
 
 SINK_CLASS = "org.apache.iceberg.connect.IcebergSinkConnector"
 PLUGIN = "plugins/iceberg"  # the classpath directory under the jars directory
@@ -219,7 +219,6 @@ def _metadata_location(catalog_file: Path) -> str | None:
 
 def worker(cfg: dict[str, Any]) -> dict[str, Any]:
     """Runs in its own process: see the module docstring."""
-    import dagster as dg
     import psycopg2
     from pyspark.sql import Window
     from pyspark.sql import functions as F
@@ -306,7 +305,7 @@ def worker(cfg: dict[str, Any]) -> dict[str, Any]:
         return spark.read.format("iceberg").load(location + what)
 
     say("connect-iceberg: materialising outbox, topic and raw files")
-    assert dg.materialize(
+    assert materialize(
         [cdc_events_outbox, cdc_events_topic, raw_cdc_files], resources=resources
     ).success
     sink_name = f"{prefix}-iceberg-sink"

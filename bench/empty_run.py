@@ -18,7 +18,7 @@ from typing import Any
 
 import dagster as dg
 
-from bench.harness import Figure, median, paired
+from bench.harness import Figure, materialize, median, paired
 from bench.refresh_lake import ASSETS, new_commit, synthetic_lake
 from cdc_lake.stack import LocalStack
 from cdc_lake.stack.settings import local_secret_env
@@ -31,14 +31,14 @@ def bench_empty_run(
     _, resources = synthetic_lake(stack, client, orders, "empty")
     instance = dg.DagsterInstance.ephemeral()
     say(f"empty: first refresh of {orders:,} orders")
-    assert new_commit(dg.materialize(ASSETS, resources=resources, instance=instance))
+    assert new_commit(materialize(ASSETS, resources=resources, instance=instance))
 
     def carried() -> None:
-        assert not new_commit(dg.materialize(ASSETS, resources=resources, instance=instance))
+        assert not new_commit(materialize(ASSETS, resources=resources, instance=instance))
 
     def spark_path() -> None:
         fresh = dg.DagsterInstance.ephemeral()
-        assert not new_commit(dg.materialize(ASSETS, resources=resources, instance=fresh))
+        assert not new_commit(materialize(ASSETS, resources=resources, instance=fresh))
 
     say("empty: nothing new, carried forward (A) vs the Spark path (B)")
     t_carried, t_spark = paired(carried, spark_path, reps, say)

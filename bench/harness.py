@@ -14,8 +14,9 @@ import platform
 import statistics
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -36,6 +37,7 @@ class Figure:
 @dataclass
 class Report:
     figures: list[Figure] = field(default_factory=list)
+    load: dict[str, float] | None = None  # ``LoadSampler.summary()`` of the run
 
     def add(self, *figures: Figure) -> None:
         self.figures.extend(figures)
@@ -71,6 +73,67 @@ def rotation(items: tuple[T, ...], rep: int) -> tuple[T, ...]:
     return items[k:] + items[:k]
 
 
+class LoadSampler:
+    """The machine's 1-minute load average, sampled every ``every_s`` seconds while a run lasts,
+    with ``busy`` busy-looping processes beside it: a load that the command line reproduces
+    (``python -m bench --background-load N``), where another suite's would not."""
+
+    def __init__(self, busy: int = 0, every_s: float = 5.0) -> None:
+        self.busy, self.every_s = busy, every_s
+        self.samples: list[float] = []
+        self._stop = threading.Event()
+        self._procs: list[subprocess.Popen[bytes]] = []
+        self._thread = threading.Thread(target=self._sample, name="load-sampler", daemon=True)
+
+    def _sample(self) -> None:
+        while True:
+            self.samples.append(os.getloadavg()[0])
+            if self._stop.wait(self.every_s):
+                return
+
+    def __enter__(self) -> LoadSampler:
+        burn = "while True:\n    pass"
+        self._procs = [subprocess.Popen([sys.executable, "-c", burn]) for _ in range(self.busy)]
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        for proc in self._procs:
+            proc.kill()
+            proc.wait()
+
+    def summary(self) -> dict[str, float]:
+        xs = self.samples or [os.getloadavg()[0]]
+        return {
+            "busy_processes": self.busy,
+            "samples": len(xs),
+            "min": min(xs),
+            "median": statistics.median(xs),
+            "max": max(xs),
+        }
+
+    @staticmethod
+    def describe(load: dict[str, float]) -> str:
+        busy = int(load["busy_processes"])
+        beside = f", with {busy} busy-looping processes beside it" if busy else ""
+        return (
+            f"load average (1 min) during the run: median {load['median']:.1f}, "
+            f"{load['min']:.1f}-{load['max']:.1f} over {int(load['samples'])} samples{beside}"
+        )
+
+
+def materialize(assets: Sequence[Any], **kwargs: Any) -> Any:
+    """``dg.materialize`` with Dagster's console at INFO, as the demo runs: the benchmarks'
+    progress lines and the assets' own, not every engine event at DEBUG."""
+    import dagster as dg
+
+    from cdc_lake.demo import QUIET
+
+    return dg.materialize(assets, run_config=QUIET, **kwargs)
+
+
 def median(xs: list[float]) -> float:
     return statistics.median(xs)
 
@@ -100,6 +163,7 @@ def write_outputs(report: Report, json_path: Path, md_path: Path | None, command
         "command": command,
         "machine": info,
         "figures": [asdict(f) for f in report.figures],
+        "load": report.load,
     }
     json_path.parent.mkdir(parents=True, exist_ok=True)
     json_path.write_text(json.dumps(payload, indent=2))
@@ -108,7 +172,9 @@ def write_outputs(report: Report, json_path: Path, md_path: Path | None, command
             f"\n## Run of {payload['when']}\n\n"
             f"Command: `{command}`\n\n"
             f"Machine: {info['cpus']} CPUs, {info['memory']}, Python {info['python']}, "
-            f"{info['java']}, {info['platform']}\n\n{report.table()}\n"
+            f"{info['java']}, {info['platform']}"
+            + (f"; {LoadSampler.describe(report.load)}" if report.load else "")
+            + f"\n\n{report.table()}\n"
         )
         md_path.parent.mkdir(parents=True, exist_ok=True)
         if not md_path.exists():

@@ -44,7 +44,7 @@ import dagster as dg
 import psycopg2
 from confluent_kafka import Consumer, TopicPartition
 
-from bench.harness import Figure
+from bench.harness import Figure, materialize
 from bench.refresh_lake import new_commit
 from cdc_lake.defs.lake.assets import cdc_events_hudi
 from cdc_lake.defs.lake.sensors import SENSOR_RESOURCES, raw_cdc_files_sensor
@@ -214,7 +214,7 @@ class _Lane:
         assert isinstance(pg, Postgres)
         pg.create_database(self.database)
         self.say(f"latency [{self.profile.name}]: outbox, topic and raw files ({self.describe()})")
-        assert dg.materialize(
+        assert materialize(
             [cdc_events_outbox, cdc_events_topic, raw_cdc_files],
             resources=self.resources,
             instance=self.instance,
@@ -233,7 +233,7 @@ class _Lane:
         )
 
     def _materialize(self) -> dg.ExecuteInProcessResult:
-        result = dg.materialize([cdc_events_hudi], resources=self.resources, instance=self.instance)
+        result = materialize([cdc_events_hudi], resources=self.resources, instance=self.instance)
         assert result.success
         return result
 

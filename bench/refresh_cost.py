@@ -26,7 +26,7 @@ from typing import Any
 import dagster as dg
 from pyspark.sql import SparkSession
 
-from bench.harness import Figure, median, paired
+from bench.harness import Figure, materialize, median, paired
 from bench.refresh_lake import ASSETS, new_commit, synthetic_lake
 from bench.synthetic import event
 from cdc_lake.defs.keys import HUDI_KEY
@@ -39,7 +39,7 @@ def _lake(stack: LocalStack, client: Any, orders: int, table_type: str, say: Cal
     lake, resources = synthetic_lake(stack, client, orders, "refresh", table_type=table_type)
     instance = dg.DagsterInstance.ephemeral()
     say(f"refresh: building a {table_type} table of {orders:,} orders")
-    result = dg.materialize(ASSETS, resources=resources, instance=instance)
+    result = materialize(ASSETS, resources=resources, instance=instance)
     assert result.success
     return lake, resources, instance
 
@@ -102,7 +102,7 @@ def _one_type(
                     )
                 lake.put(batch)
             before = _compactions(resources) if mor else 0
-            result = dg.materialize(ASSETS, resources=resources, instance=instance)
+            result = materialize(ASSETS, resources=resources, instance=instance)
             assert result.success and new_commit(result)
             for stat in instance.get_run_step_stats(result.run_id):
                 if stat.start_time is not None and stat.end_time is not None:
