@@ -17,7 +17,11 @@ What it declares:
   scoped to the buckets and the Glue database; or, for the running-cluster launcher, the
   instance role a cluster of your own takes;
 - the Glue database;
-- outputs: each named by its ``CDC_LAKE_*`` variable in its description (``outputs.py``).
+- the Dagster deployment's role (its ECS task role, or an EC2 instance profile), trusted by the
+  principal ``dagster_principal`` names, with exactly the actions of the calls the Dagster side
+  makes (``dagster_calls.py``), each scoped to the project's resources;
+- outputs: each named by its ``CDC_LAKE_*`` variable in its description (``outputs.py``), or
+  by a plain name for what is no variable (the cluster, the Dagster role, ...).
 
 Nothing here reads the environment or reaches AWS: ``InfraSettings`` holds every choice.
 """
@@ -40,15 +44,25 @@ from aws_cdk import aws_secretsmanager as sm
 from cdk_nag import NagPackSuppression, NagSuppressions
 from constructs import Construct, IConstruct
 
+from cdc_lake.infra.dagster_calls import PIPES_MESSAGE_KEYS, UNSCOPED_ACTIONS, dagster_actions
 from cdc_lake.infra.outputs import OUTPUT_PREFIX
 from cdc_lake.resources.prod import GLUE_DATABASE
-from cdc_lake.streaming.connect_config import CdcConnectorSettings
+from cdc_lake.resources.spark import EmrServerlessLauncher
+from cdc_lake.source.captured import TABLES
+from cdc_lake.streaming.connect_config import CdcConnectorSettings, connector_names, topic_name
 from cdc_lake.streaming.msk.settings import MskConnectSettings
+from cdc_lake.streaming.topics import INSPECTOR_GROUP
 
 # EMR 7.x releases carry Spark 3.5, the pyspark this project pins.
 EMR_RELEASE = "emr-7.5.0"
 PG_PORT = 5432
 MSK_IAM_PORT = 9098
+# Where the EMR launchers upload the apps' code in the lake bucket (their default).
+CODE_PREFIX = EmrServerlessLauncher.model_fields["code_prefix"].default
+# Job logs under the lake bucket: EMR Serverless's log URI, or your cluster's LogUri.
+EMR_LOG_PREFIX = "emr-logs/"
+# Tag your EMR cluster <EMR_CLUSTER_TAG>=<stack name>: the Dagster role adds steps only there.
+EMR_CLUSTER_TAG = "cdc-lake"
 
 
 @dataclass(frozen=True)
@@ -69,6 +83,9 @@ class InfraSettings:
     raw_prefix: str = CdcConnectorSettings.raw_prefix  # ends with "/"
     glue_database: str = GLUE_DATABASE
     replication_secret_name: str = MskConnectSettings.db_secret
+    # Who may assume the Dagster role: a service ("ecs-tasks.amazonaws.com" for an ECS task
+    # role, "ec2.amazonaws.com" for an instance profile), an account id, or an ARN.
+    dagster_principal: str = "ecs-tasks.amazonaws.com"
     # An existing VPC, by ids (never looked up, so synthesis stays offline).
     vpc_id: str | None = None
     availability_zones: tuple[str, ...] = ()
@@ -79,6 +96,21 @@ class InfraSettings:
 def _service(name: str) -> iam.IPrincipal:
     # jsii's classes implement its interfaces at run time; pyright cannot see it.
     return cast(iam.IPrincipal, iam.ServicePrincipal(name))
+
+
+def trusted_principal(value: str) -> iam.IPrincipal:
+    """``dagster_principal``: a service principal (``*.amazonaws.com``), an account id (12
+    digits), or an ARN (a role or user). Anything else raises ValueError."""
+    if value.endswith(".amazonaws.com"):
+        return _service(value)
+    if len(value) == 12 and value.isdigit():
+        return cast(iam.IPrincipal, iam.AccountPrincipal(value))
+    if value.startswith("arn:"):
+        return cast(iam.IPrincipal, iam.ArnPrincipal(value))
+    raise ValueError(
+        f"dagster_principal={value!r} is neither a service (ecs-tasks.amazonaws.com), an "
+        "account id (12 digits) nor an ARN"
+    )
 
 
 class CdcLakeStack(cdk.Stack):
@@ -127,6 +159,7 @@ class CdcLakeStack(cdk.Stack):
         )
         self.emr_role = self._emr_role()
         self.emr_app = self._emr_serverless(private) if s.spark_target == "emr-serverless" else None
+        self.dagster_role, self.dagster_profile = self._dagster_role()
         self._outputs()
         self._suppressions()
 
@@ -416,6 +449,138 @@ class CdcLakeStack(cdk.Stack):
             ),
         )
 
+    # The Dagster deployment
+
+    def _dagster_role(self) -> tuple[iam.Role, iam.CfnInstanceProfile | None]:
+        """The role of the Dagster deployment: exactly ``dagster_actions``, each on the
+        project's resources only."""
+        s = self.settings
+        role = iam.Role(
+            self,
+            "DagsterRole",
+            assumed_by=trusted_principal(s.dagster_principal),
+            description="the Dagster deployment: sensors, assets, checks, and the EMR launches",
+        )
+
+        def arn(service: str, resource: str) -> str:
+            region, account = cdk.Aws.REGION, cdk.Aws.ACCOUNT_ID
+            return f"arn:{cdk.Aws.PARTITION}:{service}:{region}:{account}:{resource}"
+
+        code = self.lake.arn_for_objects(f"{CODE_PREFIX.strip('/')}/*")
+        statements = [
+            # The raw listing (sensor, raw asset, checks) and the lake's (Hudi timelines,
+            # quarantine). Not narrowed by prefix: HeadBucket has none, and HeadObject of code
+            # not uploaded yet answers 404, not 403, only with ListBucket on the bucket.
+            iam.PolicyStatement(
+                actions=["s3:ListBucket"], resources=[self.raw.bucket_arn, self.lake.bucket_arn]
+            ),
+            # A version-1 checkpoint's raw object, the Pipes messages, the apps' code.
+            iam.PolicyStatement(
+                actions=["s3:GetObject"],
+                resources=[
+                    self.raw.arn_for_objects(f"{s.raw_prefix}*"),
+                    self.lake.arn_for_objects(PIPES_MESSAGE_KEYS),
+                    code,
+                ],
+            ),
+            iam.PolicyStatement(actions=["s3:PutObject"], resources=[code]),
+            # Offsets only: the topics' and the sink group's, never a record.
+            iam.PolicyStatement(
+                actions=["kafka-cluster:Connect"], resources=[self.cluster.attr_arn]
+            ),
+            iam.PolicyStatement(
+                actions=["kafka-cluster:DescribeTopic"],
+                resources=[
+                    self._kafka_arn("topic", topic_name(s.topic_prefix, t)) for t in TABLES
+                ],
+            ),
+            iam.PolicyStatement(
+                actions=["kafka-cluster:DescribeGroup"],
+                resources=[
+                    self._kafka_arn("group", INSPECTOR_GROUP),
+                    # Connect's group of the sink (CdcPipelineResource.sink_consumer_group).
+                    self._kafka_arn("group", f"connect-{connector_names(s.topic_prefix)[1]}"),
+                ],
+            ),
+            # The two connectors, whatever id MSK Connect gave them, and their operations.
+            iam.PolicyStatement(
+                actions=["kafkaconnect:DescribeConnector", "kafkaconnect:UpdateConnector"],
+                resources=[
+                    arn("kafkaconnect", f"connector/{name}/*")
+                    for name in connector_names(s.topic_prefix)
+                ],
+            ),
+            iam.PolicyStatement(
+                actions=["kafkaconnect:DescribeConnectorOperation"],
+                resources=[
+                    arn("kafkaconnect", f"connector-operation/{name}/*")
+                    for name in connector_names(s.topic_prefix)
+                ],
+            ),
+            # ListConnectors has no resource type in IAM: "*" is the only resource it takes.
+            iam.PolicyStatement(actions=sorted(UNSCOPED_ACTIONS), resources=["*"]),
+        ]
+        if self.emr_app is not None:
+            app = arn("emr-serverless", f"/applications/{self.emr_app.attr_application_id}")
+            statements += [
+                iam.PolicyStatement(
+                    actions=["emr-serverless:StartJobRun", "emr-serverless:GetApplication"],
+                    resources=[app],
+                ),
+                # Job runs get their ids when they start; TagResource tags them as they do.
+                iam.PolicyStatement(
+                    actions=[
+                        "emr-serverless:GetJobRun",
+                        "emr-serverless:GetDashboardForJobRun",
+                        "emr-serverless:CancelJobRun",
+                        "emr-serverless:TagResource",
+                    ],
+                    resources=[f"{app}/jobruns/*"],
+                ),
+                iam.PolicyStatement(
+                    actions=["iam:PassRole"],
+                    resources=[self.emr_role.role_arn],
+                    conditions={
+                        "StringEquals": {"iam:PassedToService": "emr-serverless.amazonaws.com"}
+                    },
+                ),
+            ]
+        else:
+            statements += [
+                # The cluster is yours, made after the stack: any cluster id, but only one
+                # tagged for this stack.
+                iam.PolicyStatement(
+                    actions=[
+                        "elasticmapreduce:DescribeCluster",
+                        "elasticmapreduce:AddJobFlowSteps",
+                        "elasticmapreduce:DescribeStep",
+                        "elasticmapreduce:CancelSteps",
+                    ],
+                    resources=[arn("elasticmapreduce", "cluster/*")],
+                    conditions={
+                        "StringEquals": {
+                            f"elasticmapreduce:ResourceTag/{EMR_CLUSTER_TAG}": cdk.Aws.STACK_NAME
+                        }
+                    },
+                ),
+                # The steps' stdout and stderr, with the cluster's LogUri under emr-logs/.
+                iam.PolicyStatement(
+                    actions=["s3:GetObject"],
+                    resources=[self.lake.arn_for_objects(f"{EMR_LOG_PREFIX}*/steps/*")],
+                ),
+            ]
+        # The statements scope the actions; dagster_calls.py says which there are.
+        granted = {a for statement in statements for a in statement.actions}
+        drift = sorted(granted ^ dagster_actions(s.spark_target))
+        if drift:
+            raise AssertionError(f"the Dagster role and dagster_calls.py differ in {drift}")
+        for statement in statements:
+            role.add_to_policy(statement)
+        profile = None
+        if s.dagster_principal == "ec2.amazonaws.com":
+            profile = iam.CfnInstanceProfile(self, "DagsterInstanceProfile", roles=[role.role_name])
+        return role, profile
+
     # Outputs
 
     def _outputs(self) -> None:
@@ -442,11 +607,15 @@ class CdcLakeStack(cdk.Stack):
             # For the Dagster deployment (ECS or EKS): its tasks join this group.
             "DAGSTER_SECURITY_GROUP": self.dagster_sg.security_group_id,
             "DB_ADMIN_SECRET_ARN": self.db_admin_secret.secret_arn,
+            # Not a variable: the Dagster deployment's task role (or its instance profile).
+            "DAGSTER_ROLE_ARN": self.dagster_role.role_arn,
         }
+        if self.dagster_profile is not None:
+            values["DAGSTER_INSTANCE_PROFILE_ARN"] = self.dagster_profile.attr_arn
         if self.emr_app is not None:
             values["CDC_LAKE_EMR_SERVERLESS_APP_ID"] = self.emr_app.attr_application_id
             values["CDC_LAKE_EMR_EXECUTION_ROLE_ARN"] = self.emr_role.role_arn
-            values["CDC_LAKE_EMR_LOG_URI"] = self.lake.s3_url_for_object("emr-logs/")
+            values["CDC_LAKE_EMR_LOG_URI"] = self.lake.s3_url_for_object(EMR_LOG_PREFIX)
         else:
             values["EMR_INSTANCE_ROLE_ARN"] = self.emr_role.role_arn
         for name, value in values.items():
@@ -484,3 +653,8 @@ class CdcLakeStack(cdk.Stack):
              "The Spark apps read any raw object and write any object of the lake bucket (the "
              "tables, quarantine, code and Pipes messages), and sync any table of the Glue "
              "database.")  # fmt: skip
+        keep(self.dagster_role, "AwsSolutions-IAM5",
+             "Keys and ids made at run time: raw objects under the raw prefix, the code under "
+             "its prefix, Pipes message keys, the two connectors and their operations, the EMR "
+             "Serverless job runs or the tagged cluster and its step logs; ListConnectors has "
+             "no resource type, so it takes only '*'.")  # fmt: skip

@@ -16,6 +16,9 @@ _LEADER_MOVING = frozenset(
         KafkaError.UNKNOWN_TOPIC_OR_PART,
     }
 )
+# The group the inspector consumers name: they never join it or commit to it, but librdkafka may
+# still look up its coordinator, so the Dagster role may describe it.
+INSPECTOR_GROUP = "cdc-lake-inspector"
 
 
 def inspector(conf: Mapping[str, Any]) -> Consumer:
@@ -23,7 +26,7 @@ def inspector(conf: Mapping[str, Any]) -> Consumer:
     return Consumer(
         {
             **conf,
-            "group.id": "cdc-lake-inspector",
+            "group.id": INSPECTOR_GROUP,
             "enable.auto.commit": False,
             "auto.offset.reset": "earliest",
             "log_level": 3,

@@ -134,14 +134,14 @@ def test_the_stack_deployed_to_moto_gives_the_prod_settings_and_resources(
         (rule,) = rules["ServerSideEncryptionConfiguration"]["Rules"]
         assert rule["ApplyServerSideEncryptionByDefault"]["SSEAlgorithm"] == "AES256"
     # The Connect role, trusted by MSK Connect, scoped to the deployed raw bucket and topics.
-    role = outputs["CDC_LAKE_MSK_CONNECT_ROLE_ARN"].rsplit("/", 1)[1]
-    trust = aws["iam"].get_role(RoleName=role)["Role"]["AssumeRolePolicyDocument"]
-    assert trust["Statement"][0]["Principal"] == {"Service": "kafkaconnect.amazonaws.com"}
-    (policy,) = aws["iam"].list_role_policies(RoleName=role)["PolicyNames"]
-    document = aws["iam"].get_role_policy(RoleName=role, PolicyName=policy)["PolicyDocument"]
-    scoped = json.dumps(document["Statement"])
+    scoped = deployed_role(aws["iam"], outputs["CDC_LAKE_MSK_CONNECT_ROLE_ARN"],
+                           "kafkaconnect.amazonaws.com")  # fmt: skip
     assert f"arn:aws:s3:::{outputs['CDC_LAKE_RAW_BUCKET']}/cdc-events/*" in scoped
     assert "topic/Msk/uuid/cdc.datalake.*" in scoped
+    # The Dagster role, an ECS task role, scoped to the deployed buckets.
+    scoped = deployed_role(aws["iam"], outputs["DAGSTER_ROLE_ARN"], "ecs-tasks.amazonaws.com")
+    assert f"arn:aws:s3:::{outputs['CDC_LAKE_LAKE_BUCKET']}/cdc-lake/code/*" in scoped
+    assert f"arn:aws:s3:::{outputs['CDC_LAKE_RAW_BUCKET']}/cdc-events/*" in scoped
     assert aws["logs"].describe_log_groups(logGroupNamePrefix=outputs["CDC_LAKE_MSK_LOG_GROUP"])[
         "logGroups"
     ]
@@ -168,3 +168,13 @@ def test_the_stack_deployed_to_moto_gives_the_prod_settings_and_resources(
     assert settings.msk is not None
     secret = aws["secretsmanager"].get_secret_value(SecretId=settings.msk.db_secret)
     assert set(json.loads(secret["SecretString"])) == {settings.msk.db_secret_key}
+
+
+def deployed_role(iam: Any, arn: str, service: str) -> str:
+    """The deployed role's one inline policy as JSON text, once its trust names ``service``."""
+    role = arn.rsplit("/", 1)[1]
+    trust = iam.get_role(RoleName=role)["Role"]["AssumeRolePolicyDocument"]
+    assert trust["Statement"][0]["Principal"] == {"Service": service}
+    (policy,) = iam.list_role_policies(RoleName=role)["PolicyNames"]
+    document = iam.get_role_policy(RoleName=role, PolicyName=policy)["PolicyDocument"]
+    return json.dumps(document["Statement"])

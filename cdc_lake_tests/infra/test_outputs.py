@@ -46,6 +46,7 @@ OUTPUTS = [
     _output("CDC_LAKE_PG_HOST", "db.example"),
     _output("MSK_CLUSTER_ARN", CLUSTER),
     _output("DAGSTER_SECURITY_GROUP", "sg-0123"),
+    _output("DAGSTER_ROLE_ARN", "arn:aws:iam::123456789012:role/cdc-lake-DagsterRole"),
     {"OutputKey": "Other", "OutputValue": "x", "Description": "not ours"},
 ]
 
@@ -66,6 +67,8 @@ def test_the_command_prints_env_lines(capsys: pytest.CaptureFixture[str]):
     assert cmd_aws_env(args, client_factory=lambda name, **_: clients[name]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == "CDC_LAKE_ENV=prod" and f"CDC_LAKE_KAFKA_BOOTSTRAP={BROKERS}" in lines
+    # Outputs that are no variable (the cluster, the Dagster group and role) are not printed.
+    assert all(line.startswith("CDC_LAKE_") for line in lines), lines
 
 
 def test_a_stack_that_is_not_ours_or_a_cluster_without_iam_is_named():
