@@ -92,14 +92,23 @@ class LoadSampler:
                 return
 
     def __enter__(self) -> LoadSampler:
-        burn = "while True:\n    pass"
-        self._procs = [subprocess.Popen([sys.executable, "-c", burn]) for _ in range(self.busy)]
-        self._thread.start()
+        # Each loop ends with its parent, however the benchmark ends.
+        burn = "import os\nparent = os.getppid()\nwhile os.getppid() == parent:\n    pass"
+        try:
+            for _ in range(self.busy):
+                self._procs.append(subprocess.Popen([sys.executable, "-c", burn]))
+            self._thread.start()
+        except BaseException:
+            self._kill()
+            raise
         return self
 
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
         self._thread.join()
+        self._kill()
+
+    def _kill(self) -> None:
         for proc in self._procs:
             proc.kill()
             proc.wait()
@@ -117,7 +126,7 @@ class LoadSampler:
     @staticmethod
     def describe(load: dict[str, float]) -> str:
         busy = int(load["busy_processes"])
-        beside = f", with {busy} busy-looping processes beside it" if busy else ""
+        beside = f", with {busy} busy-looping process(es) beside it" if busy else ""
         return (
             f"load average (1 min) during the run: median {load['median']:.1f}, "
             f"{load['min']:.1f}-{load['max']:.1f} over {int(load['samples'])} samples{beside}"

@@ -490,9 +490,7 @@ class CdcLakeStack(cdk.Stack):
             ),
             iam.PolicyStatement(
                 actions=["kafka-cluster:DescribeTopic"],
-                resources=[
-                    self._kafka_arn("topic", topic_name(s.topic_prefix, t)) for t in TABLES
-                ],
+                resources=[self._kafka_arn("topic", topic_name(s.topic_prefix, t)) for t in TABLES],
             ),
             iam.PolicyStatement(
                 actions=["kafka-cluster:DescribeGroup"],
@@ -642,9 +640,12 @@ class CdcLakeStack(cdk.Stack):
              "Debezium and the project's SQL use PostgreSQL's port; the database is reachable "
              "only from the Connect and Dagster security groups.")  # fmt: skip
         for secret in (db, self.replication_secret):
-            keep(secret, "AwsSolutions-SMG4",
-                 "Rotation would change the password under a running connector, which reads "
-                 "it once at start; rotate by hand, then restart the connector.")
+            keep(
+                secret,
+                "AwsSolutions-SMG4",
+                "Rotation would change the password under a running connector, which reads "
+                "it once at start; rotate by hand, then restart the connector.",
+            )
         keep(self.connect_role, "AwsSolutions-IAM5",
              "Scoped to the pipeline's topics (<prefix>.datalake.*), Connect's internal topics "
              "and groups (connect-*), and the raw prefix: names the connectors create at run "

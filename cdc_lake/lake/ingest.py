@@ -417,7 +417,9 @@ def ingest_new_files(
             result.absent_from_snapshot = absent.count()
             latest = O.latest_per_key(latest.unionByName(absent), schema.key)
         if backfill:
-            filled = _with_missing_values(read_table(spark, table.base_path), schema, backfill)
+            filled = _with_missing_values(
+                read_table(spark, table.base_path), schema, backfill
+            ).persist()  # the table is read once, for the union and the count
             latest = O.latest_per_key(latest.unionByName(filled), schema.key)
             result.backfilled_columns = tuple(c.name for c in backfill)
         latest = O.with_delete_marker(latest, table.delete_mode)
@@ -435,6 +437,8 @@ def ingest_new_files(
             latest.unpersist()
         if absent is not None:
             absent.unpersist()
+        if filled is not None:
+            filled.unpersist()
         parsed.unpersist()
     result.committed = latest_commit(spark, table.base_path)
     result.checkpoint = new_checkpoint.to_json()
@@ -446,8 +450,9 @@ def _with_missing_values(
     stored: DataFrame, schema: LakeSchema, backfill: Sequence[LakeColumn]
 ) -> DataFrame:
     """The stored live rows, as lake rows, with the ``backfill`` columns set to their missing
-    value. They keep their ordering, so a newer change in the batch still wins over them, and
-    Hudi's event-time merge takes them over the stored rows they equal but for these columns."""
+    value (null for a column added again without one). They keep their ordering, so a newer
+    change in the batch still wins over them, and Hudi's event-time merge takes them over the
+    stored rows they equal but for these columns (on equal ordering, the incoming record)."""
     names = {c.name: c for c in backfill}
 
     def value(name: str) -> Column:

@@ -473,7 +473,7 @@ def evolve(
                 )
         # The missing value is the source's when the lake takes the column (again, after a
         # drop); after that the recorded one, which a table rewrite at the source clears.
-        readded = name in known and known[name].dropped
+        readded = name in known and _readded(known[name], src)
         kept = known[name].missing_value if name in known else None
         columns.append(replace(new, missing_value=new.missing_value if readded else kept))
     columns += [lake_column(c, table) for c in source if c.name not in lake_types]
@@ -488,19 +488,28 @@ def evolve(
     return LakeSchema(table, key, evolved.columns, version)
 
 
+def _readded(recorded: LakeColumn, now: SourceColumn | LakeColumn) -> bool:
+    """Dropped and added again at the source: the lake saw the drop, or the column's attnum
+    moved (PostgreSQL never reuses one)."""
+    known = recorded.position is not None and now.position is not None
+    return recorded.dropped or (known and recorded.position != now.position)
+
+
 def to_backfill(
     lake_types: Mapping[str, str] | None, recorded: LakeSchema | None, evolved: LakeSchema
 ) -> tuple[LakeColumn, ...]:
-    """The columns that ``evolve`` took anew (added, or added again after a drop) with a missing
-    value: the source's rows stored before the change read it, although no change event says
-    so, so every live row the lake holds gets it in the commit that adds the column."""
+    """The columns whose stored rows change without a change event, so every live row the lake
+    holds gets the column's missing value (null without one) in the commit that takes them:
+    a column added with a missing value (the source's rows stored before read it), and a
+    column added again after a drop (its old values are gone at the source)."""
     if lake_types is None:
         return ()
-    dropped = {c.name for c in recorded.columns if c.dropped} if recorded else set()
+    before = {c.name: c for c in recorded.columns} if recorded else {}
     return tuple(
         c
         for c in evolved.live
-        if c.missing_value is not None and (c.name not in lake_types or c.name in dropped)
+        if (c.missing_value is not None and c.name not in lake_types)
+        or (c.name in before and _readded(before[c.name], c))
     )
 
 
@@ -508,7 +517,7 @@ def raw_missing_value(column: LakeColumn, table: str) -> Any:
     """A column's missing value as Debezium would write it in a raw line (see ``KINDS``)."""
     text, kind = column.missing_value, column.kind
     if text is None:
-        return None
+        return None  # a column added again without a default: null
     try:
         if kind == "int":
             return int(text)
@@ -528,8 +537,10 @@ def raw_missing_value(column: LakeColumn, table: str) -> Any:
         raise SchemaChangeError(
             f"{table}: column {column.name!r} was added with the default {text!r}, which rows "
             f"stored before read but cdc-lake cannot carry to the lake as {column.source_type} "
-            f"({e}). Nothing was committed. Way forward: set the column on every row (UPDATE "
-            "... SET column = column), so change events carry the value."
+            f"({e}). Nothing was committed. Way forward: UPDATE ... SET {column.name} = "
+            f"{column.name} on every row, so each row's change event carries its value, then "
+            "rewrite the table (VACUUM FULL), which clears the default that rows stored before "
+            "read (the catalog's attmissingval) and with it this conversion."
         ) from e
     return text  # text, bpchar (trimmed on the way in), jsonb's and numeric's exact text
 

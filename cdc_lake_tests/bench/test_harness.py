@@ -24,4 +24,4 @@ def test_the_load_is_sampled_with_busy_processes_beside_and_reported(tmp_path):
     write_outputs(report, out_json, out_md, "python -m bench --background-load 1")
     assert json.loads(out_json.read_text())["load"] == load
     text = out_md.read_text()
-    assert f"median {load['median']:.1f}" in text and "with 1 busy-looping processes" in text
+    assert f"median {load['median']:.1f}" in text and "with 1 busy-looping process(es)" in text

@@ -91,7 +91,10 @@ def test_a_column_added_with_a_default_reaches_every_row_stored_before(
     assert result.events_upserted == 4  # three changes and the stored order 2
     rows = {r["order_id"]: r for r in read_table(spark, table.base_path).collect()}
     assert {o: (r["channel"], r["fee"]) for o, r in rows.items()} == {
-        1: ("web", "1.00"), 2: ("retail", "2.50"), 3: ("retail", "2.50"), 4: (None, None)
+        1: ("web", "1.00"),
+        2: ("retail", "2.50"),
+        3: ("retail", "2.50"),
+        4: (None, None),
     }
     opened = datetime.datetime(2026, 1, 2, 2, 4, 5)  # the session's time zone is UTC
     assert [rows[o]["opened"] for o in (1, 2, 3, 4)] == [opened] * 4  # no line had the field

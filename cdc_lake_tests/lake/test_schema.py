@@ -194,7 +194,8 @@ def test_the_declaration_matches_the_catalog(ingested, pg):
 def test_floats_are_doubles_in_the_lake_and_real_to_double_stops():
     v1 = initial(TABLE, "id", [*BASE, SourceColumn("w", "real"), SourceColumn("d", "float8")])
     assert [(c.kind, c.lake_type) for c in v1.columns[-2:]] == [
-        ("float4", "double"), ("float8", "double")
+        ("float4", "double"),
+        ("float8", "double"),
     ]
     assert KINDS["float4"].raw == "float"  # a real's text is parsed as a real
     with pytest.raises(SchemaChangeError) as err:
@@ -298,6 +299,18 @@ def test_the_missing_value_is_kept_from_when_the_lake_took_the_column():
     v5 = evolve(TABLE, "id", [*BASE, again], lake_types(v4), v4)
     assert [c.name for c in to_backfill(lake_types(v4), v4, v5)] == ["channel"]
     assert v5.column("channel").missing_value == "shop"
+    # Dropped and added again between two refreshes: its attnum moved.
+    unseen = SourceColumn("channel", "text", True, 5, "mail")
+    v6 = evolve(TABLE, "id", [*BASE, unseen], lake_types(v5), v5)
+    assert to_backfill(lake_types(v5), v5, v6) == (v6.column("channel"),)
+    assert v6.column("channel").missing_value == "mail" and v6.version == 5
+    # Added again without a default: the old values are gone at the source, null in the lake.
+    v7 = evolve(TABLE, "id", BASE, lake_types(v6), v6)
+    bare = SourceColumn("channel", "text", True, 6)
+    v8 = evolve(TABLE, "id", [*BASE, bare], lake_types(v7), v7)
+    assert to_backfill(lake_types(v7), v7, v8) == (v8.column("channel"),)
+    assert v8.column("channel").missing_value is None
+    assert raw_missing_value(v8.column("channel"), TABLE) is None
     # A column without a default, or a new table: nothing to fill.
     plain = evolve(TABLE, "id", [*BASE, SourceColumn("note", "text")], lake_types(v1), v1)
     assert to_backfill(lake_types(v1), v1, plain) == ()

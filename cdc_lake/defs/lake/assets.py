@@ -272,6 +272,8 @@ def _nothing_new(
         quarantined_lines=zero,
         lines_already_ingested=zero,
         offset_gaps=zero,
+        backfilled_rows=zero,
+        backfilled_columns=dg.MetadataValue.json([]),
         ignored_raw_keys=dg.MetadataValue.int(len(plan.ignored)),
         ignored_raw_keys_sample=dg.MetadataValue.json(plan.ignored[:10]),
         s3_list_requests=dg.MetadataValue.int(plan.list_requests + 1),  # + the timeline's
