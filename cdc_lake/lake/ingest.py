@@ -33,7 +33,8 @@ Schema
     A column added with a default (``ADD COLUMN ... DEFAULT``) is read by PostgreSQL from the
     catalog for every row stored before, with no change event: a line that lacks the field
     gets that value, and the commit that adds the column gives it to every live row the lake
-    holds (a rewrite of the table, once per such change; ``IngestResult.backfilled``).
+    holds (a rewrite of the table, once per such change; ``IngestResult.backfilled``), in a
+    commit of its own when no new line came with the change.
 
 So a run with nothing new commits nothing. A crash before the commit leaves the old checkpoint:
 the same lines are read again and give the same result. A replay (``replay_from``) reads again
@@ -367,6 +368,8 @@ def ingest_new_files(
         schema=schema,
     )
     if not objects:
+        if backfill:
+            _commit_backfill(spark, table, schema, backfill, stored.to_json(), result)
         result.seconds = time.monotonic() - t0
         return result
 
@@ -391,6 +394,8 @@ def ingest_new_files(
         result.offset_gaps = batch.gaps
         progress = batch.progress
         if not progress:
+            if backfill:
+                _commit_backfill(spark, table, schema, backfill, stored.to_json(), result)
             result.seconds = time.monotonic() - t0
             return result
         if batch.unknown_fields:
@@ -446,6 +451,30 @@ def ingest_new_files(
     return result
 
 
+def _commit_backfill(
+    spark: SparkSession,
+    table: HudiTableConfig,
+    schema: LakeSchema,
+    backfill: Sequence[LakeColumn],
+    checkpoint: dict[str, Any],
+    result: IngestResult,
+) -> None:
+    """A commit of the schema change alone, when no new line came with it: the stored live rows
+    with their missing values, the checkpoint as it was. So a column added with a default
+    reaches the lake at the first refresh after the ``ALTER``, not with the next change."""
+    filled = _with_missing_values(read_table(spark, table.base_path), schema, backfill).persist()
+    try:
+        result.backfilled = result.events_upserted = filled.count()
+        if result.backfilled:
+            options = table.write_options(checkpoint, schema)
+            rows = O.with_delete_marker(filled, table.delete_mode)
+            rows.write.format("hudi").options(**options).mode("append").save(table.base_path)
+            result.committed = latest_commit(spark, table.base_path)
+            result.backfilled_columns = tuple(c.name for c in backfill)
+    finally:
+        filled.unpersist()
+
+
 def _with_missing_values(
     stored: DataFrame, schema: LakeSchema, backfill: Sequence[LakeColumn]
 ) -> DataFrame:
@@ -457,7 +486,9 @@ def _with_missing_values(
 
     def value(name: str) -> Column:
         if name in names:
-            return schema.missing_lake(names[name]).alias(name)
+            # Nullable, as the column is in the table (a bare literal is not; its key never is).
+            value = F.when(F.col(schema.key).isNotNull(), schema.missing_lake(names[name]))
+            return value.alias(name)
         if name in stored.columns:
             return F.col(name)
         # Added in the same change without a default: null, as Hudi reads it in stored rows.

@@ -117,6 +117,19 @@ def test_a_column_added_with_a_default_reaches_every_row_stored_before(
     live = live_rows(read_table(spark, table.base_path))
     assert rescan.digest["digest"] == spark_digest(live, schema=later.schema)["digest"]
 
+    # Another column with a default, and no new line: a commit of its own, checkpoint as it was.
+    source.append(SourceColumn("tier", "text", True, 24, "gold"))
+    quiet = ingest_new_files(spark, lake.client, lake.source, table, source_columns=source)
+    assert quiet.committed is not None and quiet.files == []
+    assert quiet.backfilled == 5 and quiet.backfilled_columns == ("tier",)
+    assert quiet.checkpoint == later.checkpoint
+    stored = read_table(spark, table.base_path)
+    assert {r["tier"] for r in stored.collect()} == {"gold"}
+    assert all(stored.schema[c].nullable for c in ("channel", "fee", "opened", "tier"))
+    assert latest_schema(spark, table.base_path) == quiet.schema
+    again = ingest_new_files(spark, lake.client, lake.source, table, source_columns=source)
+    assert again.committed is None and again.backfilled == 0
+
 
 def previous_ordering(spark: SparkSession, table, order_id: int) -> int:
     """The ordering of the order's first commit: a filled row keeps it."""
