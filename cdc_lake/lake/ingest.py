@@ -422,9 +422,7 @@ def ingest_new_files(
             result.absent_from_snapshot = absent.count()
             latest = O.latest_per_key(latest.unionByName(absent), schema.key)
         if backfill:
-            filled = _with_missing_values(
-                read_table(spark, table.base_path), schema, backfill
-            ).persist()  # the table is read once, for the union and the count
+            filled = _stored_with_missing_values(spark, table, schema, backfill)
             latest = O.latest_per_key(latest.unionByName(filled), schema.key)
             result.backfilled_columns = tuple(c.name for c in backfill)
         latest = O.with_delete_marker(latest, table.delete_mode)
@@ -435,8 +433,7 @@ def ingest_new_files(
             # Stored rows the batch does not change: they kept their ordering.
             result.backfilled = filled.join(rows, schema.key, "left_anti").count()
         new_checkpoint = stored.advanced(progress)
-        options = table.write_options(new_checkpoint.to_json(), schema)
-        latest.write.format("hudi").options(**options).mode("append").save(table.base_path)
+        _write(latest, table, new_checkpoint.to_json(), schema)
     finally:
         if latest is not None:
             latest.unpersist()
@@ -462,27 +459,34 @@ def _commit_backfill(
     """A commit of the schema change alone, when no new line came with it: the stored live rows
     with their missing values, the checkpoint as it was. So a column added with a default
     reaches the lake at the first refresh after the ``ALTER``, not with the next change."""
-    filled = _with_missing_values(read_table(spark, table.base_path), schema, backfill).persist()
+    filled = _stored_with_missing_values(spark, table, schema, backfill)
     try:
         result.backfilled = result.events_upserted = filled.count()
         if result.backfilled:
-            options = table.write_options(checkpoint, schema)
-            rows = O.with_delete_marker(filled, table.delete_mode)
-            rows.write.format("hudi").options(**options).mode("append").save(table.base_path)
+            _write(O.with_delete_marker(filled, table.delete_mode), table, checkpoint, schema)
             result.committed = latest_commit(spark, table.base_path)
             result.backfilled_columns = tuple(c.name for c in backfill)
     finally:
         filled.unpersist()
 
 
-def _with_missing_values(
-    stored: DataFrame, schema: LakeSchema, backfill: Sequence[LakeColumn]
+def _write(
+    rows: DataFrame, table: HudiTableConfig, checkpoint: dict[str, Any], schema: LakeSchema
+) -> None:
+    """One Hudi commit of ``rows``, with the checkpoint and the schema in its metadata."""
+    options = table.write_options(checkpoint, schema)
+    rows.write.format("hudi").options(**options).mode("append").save(table.base_path)
+
+
+def _stored_with_missing_values(
+    spark: SparkSession, table: HudiTableConfig, schema: LakeSchema, backfill: Sequence[LakeColumn]
 ) -> DataFrame:
     """The stored live rows, as lake rows, with the ``backfill`` columns set to their missing
     value (null for a column added again without one). They keep their ordering, so a newer
     change in the batch still wins over them, and Hudi's event-time merge takes them over the
     stored rows they equal but for these columns (on equal ordering, the incoming record)."""
     names = {c.name: c for c in backfill}
+    stored = read_table(spark, table.base_path)
 
     def value(name: str) -> Column:
         if name in names:
@@ -494,7 +498,8 @@ def _with_missing_values(
         # Added in the same change without a default: null, as Hudi reads it in stored rows.
         return F.lit(None).cast(schema.column(name).lake_type).alias(name)
 
-    return O.live_rows(stored).select(*[value(c) for c in T.lake_columns(schema)])
+    # Persisted: the table is read once, for the union (or the write) and the count.
+    return O.live_rows(stored).select(*[value(c) for c in T.lake_columns(schema)]).persist()
 
 
 def read_table(spark: SparkSession, base_path: str, **options: str) -> DataFrame:
