@@ -4,6 +4,8 @@
     python -m bench --only sensor        # one of them
     python -m bench --only scale --scales 100000,1000000 --reps 2
     python -m bench --only peers --scales 100000,1000000 --reps 3 --batches 10
+    python -m bench --only peers --large-table 1000000 --change-sizes 1000,10000
+                                         # small batches into a big table (uniform, recent)
     python -m bench --only latency       # default vs tuned settings, in one run
     python -m bench --only latency --tuned-flush-ms 2000 --tuned-sensor-s 5 \
         --latency-variant hoodie.metadata.index.column.stats.enable=false
@@ -32,6 +34,7 @@ from bench.harness import LoadSampler, Report, say, write_outputs
 from bench.index_cost import bench_index
 from bench.latency import Profile, bench_latency, default_profiles
 from bench.peers import bench_peers
+from bench.peers_large import DISTRIBUTIONS, LargeTable
 from bench.refresh_cost import bench_refresh_cost
 from bench.scale import bench_scale
 from bench.warm_spark import bench_warm_spark
@@ -89,7 +92,7 @@ def run(
         # Like scale, in a worker process: its session loads the Delta and Iceberg jars.
         knobs = {k: v for k, v in (scale_knobs or {}).items()
                  if k in ("driver_memory", "shuffle_partitions", "variant_options",
-                          "delta_cdf")}  # fmt: skip
+                          "delta_cdf", "large")}  # fmt: skip
         report.add(
             *bench_peers(stack, client, (2_000,) if smoke else scales, reps, say,
                          batches=2 if smoke else batches, warm_up=not smoke, **knobs)
@@ -163,9 +166,29 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--sensor-objects", type=int, default=100_000)
     parser.add_argument(
-        "--scales", default="100000,1000000,5000000", help="events per size (scale, peers)"
+        "--scales",
+        default=None,
+        help="events per size (scale, peers; default 100000,1000000,5000000, or none for "
+        "peers with --large-table)",
     )
     parser.add_argument("--batches", type=int, default=10, help="peers: batches per size")
+    parser.add_argument(
+        "--large-table",
+        type=int,
+        metavar="ORDERS",
+        help="peers: the large-table mode, small batches of changes into a table of ORDERS",
+    )
+    parser.add_argument(
+        "--change-sizes", default="1000,10000", help="peers --large-table: changes per batch"
+    )
+    parser.add_argument(
+        "--large-batches", type=int, default=3, help="peers --large-table: batches of each kind"
+    )
+    parser.add_argument(
+        "--distributions",
+        default=",".join(DISTRIBUTIONS),
+        help="peers --large-table: which orders change (uniform, recent)",
+    )
     parser.add_argument("--driver-memory", default="2g")
     parser.add_argument("--shuffle-partitions", type=int, default=4)
     parser.add_argument("--hudi-parallelism", type=int, default=2)
@@ -220,6 +243,17 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     only: list[str] = args.only or [str(b) for b in BENCHMARKS]
     reps = 1 if args.smoke else args.reps
+    large = None
+    if args.large_table:
+        large = LargeTable(
+            args.large_table,
+            tuple(int(x) for x in args.change_sizes.split(",")),
+            args.large_batches,
+            tuple(args.distributions.split(",")),
+        )
+    # With --large-table alone, peers runs that mode only.
+    default_scales = "" if large else "100000,1000000,5000000"
+    scales = tuple(int(x) for x in (args.scales or default_scales).split(",") if x)
     state = Path(tempfile.mkdtemp(prefix="cdc-lake-bench-"))
     state.chmod(0o755)
     project = StackSettings.from_env()
@@ -245,13 +279,14 @@ def main(argv: list[str] | None = None) -> int:
                 args.smoke,
                 reps,
                 sensor_objects=args.sensor_objects,
-                scales=tuple(int(x) for x in args.scales.split(",")),
+                scales=scales,
                 scale_knobs={
                     "driver_memory": args.driver_memory,
                     "shuffle_partitions": args.shuffle_partitions,
                     "parallelism": args.hudi_parallelism,
                     "variant_options": dict(v.split("=", 1) for v in args.variant),
                     "delta_cdf": args.delta_cdf,
+                    "large": large,
                 },
                 batches=args.batches,
                 latency_profiles=default_profiles(

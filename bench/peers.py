@@ -41,7 +41,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from bench import peers_large as PL
 from bench.harness import Figure, median, rotation
+from bench.peers_large import LargeTable
 from bench.scale import EVENTS_PER_FILE, PARTITIONS, TOPIC, events_for, write_raw
 from cdc_lake.lake.transforms import lake_columns
 
@@ -155,11 +157,19 @@ def worker(cfg: dict[str, Any]) -> dict[str, Any]:
     client = LocalStack(settings, verbose=False).service("s3").client()  # type: ignore[attr-defined]
     source = RawSource(settings.raw_bucket, cfg["prefix"], TOPIC)
     everything = read_plan(client, source.bucket, source.layout, Checkpoint(TOPIC)).objects
-    extra_key = source.layout.key(PARTITIONS - 1, cfg["extra_offset"])
-    main = [o for o in everything if o.key != extra_key]
-    extra = [o for o in everything if o.key == extra_key]
-    assert len(extra) == 1, f"peers: the extra batch {extra_key} is missing"
-    batches = batches_of(main, cfg["batches"])
+    large = cfg.get("large")
+    changes: dict[str, Any] = {}
+    if large:
+        changes = {o.key: o for o in everything if o.key in large["batch_keys"]}
+        main = [o for o in everything if o.key not in changes]
+        batches = batches_of(main, max(1, -(-len(main) // large["load_chunk_files"])))
+        extra = []
+    else:
+        extra_key = source.layout.key(PARTITIONS - 1, cfg["extra_offset"])
+        main = [o for o in everything if o.key != extra_key]
+        extra = [o for o in everything if o.key == extra_key]
+        assert len(extra) == 1, f"peers: the extra batch {extra_key} is missing"
+        batches = batches_of(main, cfg["batches"])
 
     def batch_latest(objects: list[Any]) -> DataFrame:
         """B's, C's and D's batch: the latest change per key, cut from its lineage."""
@@ -188,6 +198,27 @@ def worker(cfg: dict[str, Any]) -> dict[str, Any]:
             if self.name == "C":
                 return f"{base}/iceberg/bench/t_{self.tag}"
             return self.target()
+
+        def load(self, objects: list[Any]) -> None:
+            """Inserts only, untimed (the large-table mode): A through its upsert, which also
+            moves its checkpoint past them; the others append."""
+            if self.name in ("A", "A2"):
+                self.ingest(objects)
+                return
+            rows = batch_latest(objects)
+            if self.name == "D":
+                rows.write.mode("append").parquet(f"{self.target()}/v0")
+            elif self.name in ("B", "B2"):
+                rows.write.format("delta").partitionBy("order_year").mode("append").save(
+                    self.target()
+                )
+            elif self.version == 0:
+                rows.writeTo(self.target()).using("iceberg").partitionedBy(
+                    F.col("order_year")
+                ).tableProperty("format-version", "2").create()
+            else:
+                rows.writeTo(self.target()).append()
+            self.version = 1
 
         def ingest(self, objects: list[Any]) -> None:
             if self.name in ("A", "A2"):
@@ -311,6 +342,8 @@ def worker(cfg: dict[str, Any]) -> dict[str, Any]:
             flush=True,
         )
 
+    if large:
+        return run_large(sides, Side, batches, changes, large, fingerprint, size_of, spark)
     for name in sides if cfg["warm_up"] else ():  # JVM, each format's classes, S3 client
         try:
             Side(name, "warmup").ingest(main[:1])
@@ -329,6 +362,52 @@ def worker(cfg: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def run_large(
+    sides: tuple[str, ...],
+    side_of: Callable[[str, str], Any],
+    load: list[list[Any]],
+    changes: dict[str, Any],
+    large: dict[str, Any],
+    fingerprint: Callable[[Any], dict[str, Any]],
+    size_of: Callable[[Any], tuple[int, int, int]],
+    spark: Any,
+) -> dict[str, Any]:
+    """The large-table mode (``bench/peers_large.py``): every side loads the table untimed, then
+    ingests each change batch, timed alone, the sides' order rotating per batch."""
+    out: dict[str, Any] = {s: {"batches": []} for s in sides}
+    tables = {s: side_of(s, "large") for s in sides}
+    for s in sides:
+        t0 = time.perf_counter()
+        try:
+            for objects in load:
+                tables[s].load(objects)
+        except Exception as e:
+            out[s]["error"] = f"{type(e).__name__}: {str(e).splitlines()[0][:300]}"
+        out[s]["load_s"] = time.perf_counter() - t0
+        print(f"  load: {s} {out[s]['load_s']:.1f}s", file=sys.stderr, flush=True)
+    for i, b in enumerate(large["batches"]):
+        for s in rotation(sides, i):
+            if "error" in out[s]:
+                continue
+            t0 = time.perf_counter()
+            try:
+                tables[s].ingest([changes[b["key"]]])
+            except Exception as e:
+                out[s]["error"] = f"{type(e).__name__}: {str(e).splitlines()[0][:300]}"
+                continue
+            out[s]["batches"].append(time.perf_counter() - t0)
+        times = ", ".join(
+            f"{s} {out[s]['batches'][-1]:.1f}s" for s in sides if "error" not in out[s]
+        )
+        print(f"  batch {i + 1} ({b['kind']}): {times}", file=sys.stderr, flush=True)
+    for s in sides:
+        if "error" not in out[s]:
+            out[s]["state"] = fingerprint(tables[s].snapshot())
+            out[s]["files"], out[s]["bytes"], out[s]["feed_bytes"] = size_of(tables[s])
+    spark.stop()
+    return out
+
+
 def bench_peers(
     stack: Any,
     client: Any,
@@ -341,11 +420,13 @@ def bench_peers(
     warm_up: bool = True,
     variant_options: dict[str, str] | None = None,
     delta_cdf: bool = False,
+    large: LargeTable | None = None,
 ) -> list[Figure]:
     """``warm_up``: each side first ingests one file into a throwaway table (off for the smoke
     size, where it would double the time). ``variant_options``: Hudi options of one more side,
     A2, cdc-lake's upsert with them set (a tuning step, paired with A in the same run).
-    ``delta_cdf``: one more side, B2, Delta's MERGE with its change data feed on."""
+    ``delta_cdf``: one more side, B2, Delta's MERGE with its change data feed on. ``large``:
+    also the large-table mode (``bench/peers_large.py``), after the sizes."""
     from cdc_lake.raw.objects import RawLayout
 
     s = stack.settings
@@ -449,6 +530,104 @@ def bench_peers(
             ]  # fmt: skip
         rows = states["A"]["rows"] if "A" in states else nan
         figures.append(Figure("peers", f"live rows, {label}", rows, "", "", note))
+    if large is not None:
+        figures += _bench_large(stack, client, large, say, driver_memory, shuffle_partitions,
+                                variant_options or {}, delta_cdf)  # fmt: skip
+    return figures
+
+
+def _bench_large(
+    stack: Any,
+    client: Any,
+    large: LargeTable,
+    say: Callable[[str], None],
+    driver_memory: str,
+    shuffle_partitions: int,
+    variant_options: dict[str, str],
+    delta_cdf: bool,
+) -> list[Figure]:
+    s = stack.settings
+    prefix = f"bench-peers/large-{large.orders}-{uuid.uuid4().hex[:6]}/"
+    say(f"peers: writing a table of {large.orders:,} orders and its change batches under "
+        f"s3://{s.raw_bucket}/{prefix}")  # fmt: skip
+    load_files, batches = PL.write(client, s.raw_bucket, prefix, large, say)
+    cfg = {
+        "state_dir": str(s.state_dir),
+        "port_base": s.port_base,
+        "jars": str(s.jars_dir),
+        "prefix": prefix,
+        "driver_memory": driver_memory,
+        "shuffle_partitions": shuffle_partitions,
+        "variant_options": variant_options,
+        "delta_cdf": delta_cdf,
+        "large": {
+            "batch_keys": [k for _, k in batches],
+            "batches": [{"key": k, "kind": b.kind} for b, k in batches],
+            "load_chunk_files": large.load_chunk_files,
+        },
+    }
+    sides = sides_of(cfg)
+    label = f"{large.orders:,} orders"
+    say(f"peers: {label} ({load_files} files, loaded untimed), then {len(batches)} batches, "
+        f"each into {' '.join(sides)} in turn")  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench.peers", "worker", json.dumps(cfg)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    if proc.returncode != 0:
+        note = f"worker failed (exit {proc.returncode}); see its stderr"
+        return [Figure("peers", f"large table, {label}", float("nan"), "", note=note)]
+    res = json.loads(proc.stdout.strip().splitlines()[-1])
+    ok = {x: "error" not in res[x] for x in sides}
+    want = PL.expected(large.orders, [b for b, _ in batches])
+    want_state = {"rows": len(want), "digest": str(digest(want))}
+    states = {x: res[x]["state"] for x in sides if ok[x]}
+    same = all(st == states.get("A") for st in states.values())
+    right = all({k: st[k] for k in want_state} == want_state for st in states.values())
+    note = (
+        f"{' = '.join(sides)} = the generator's latest per key"
+        if same and right and all(ok.values())
+        else f"DIFFER or failed: expected {want_state}, got {states}"
+    )
+    nan = float("nan")
+    figures = [
+        Figure("peers", f"large table: load (untimed for the ratios), {SIDE_NAMES[x]}, {label}",
+               res[x]["load_s"], "s", "", "" if ok[x] else res[x]["error"])
+        for x in sides
+    ]  # fmt: skip
+    kinds = list(dict.fromkeys(b.kind for b, _ in batches))
+    for kind in kinds:
+        at = [i for i, (b, _) in enumerate(batches) if b.kind == kind]
+        t = {x: median([res[x]["batches"][i] for i in at]) if ok[x] else nan for x in sides}
+        where = f"{kind}, into {label}"
+        figures += [
+            Figure("peers", f"large table: {SIDE_NAMES[x]}, {where}", t[x], "s", "",
+                   f"median of {len(at)} batches")
+            for x in sides
+        ]  # fmt: skip
+        goal = "<= 1.0 (1,000 into 1M); <= 0.5 x min(B, C) (10,000 into 5M)"
+        figures += [
+            Figure("peers", f"large table: ratio A/B, {where}", t["A"] / t["B"], "x"),
+            Figure("peers", f"large table: ratio A/C, {where}", t["A"] / t["C"], "x", goal),
+            Figure("peers", f"large table: ratio A/min(B, C), {where}",
+                   t["A"] / min(t["B"], t["C"]), "x", goal),
+            Figure("peers", f"large table: ratio A/D, {where}", t["A"] / t["D"], "x"),
+        ]  # fmt: skip
+        if "A2" in sides:
+            figures.append(
+                Figure("peers", f"large table: ratio A2/A, {where}", t["A2"] / t["A"], "x", "",
+                       ", ".join(f"{k}={v}" for k, v in variant_options.items()))
+            )  # fmt: skip
+    for x in (x for x in sides if ok[x]):
+        r = res[x]
+        figures.append(
+            Figure("peers", f"large table: table size, {SIDE_NAMES[x]}, {label}",
+                   r["bytes"] / 2**20, "MiB", "",
+                   f"{r['files']} files; change log {r['feed_bytes'] / 2**20:.1f} MiB")
+        )  # fmt: skip
+    rows = states["A"]["rows"] if "A" in states else nan
+    figures.append(Figure("peers", f"large table: live rows, {label}", rows, "", "", note))
     return figures
 
 
