@@ -197,7 +197,8 @@ def main(argv: list[str] | None = None) -> int:
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="scale, peers: also time the upsert with this Hudi option (paired with the default)",
+        help="scale, peers: also time the upsert with this Hudi option (paired with the default);"
+        " peers also takes cdc_lake.FIELD=JSON, a HudiTableConfig field",
     )
     parser.add_argument(
         "--delta-cdf",

@@ -45,6 +45,7 @@ from bench import peers_large as PL
 from bench.harness import Figure, median, rotation
 from bench.peers_large import LargeTable
 from bench.scale import EVENTS_PER_FILE, PARTITIONS, TOPIC, events_for, write_raw
+from cdc_lake.lake.hudi import HudiTableConfig
 from cdc_lake.lake.transforms import lake_columns
 
 SIDES = ("A", "B", "C", "D")
@@ -106,6 +107,22 @@ def sides_of(cfg: dict[str, Any]) -> tuple[str, ...]:
     return (*a, *b, "C", "D")
 
 
+# A variant's key with this prefix sets a field of HudiTableConfig (cdc_lake.change_sets=false);
+# any other key is a Hudi option.
+FIELD_PREFIX = "cdc_lake."
+
+
+def variant_table(base_path: str, variant: dict[str, str]) -> HudiTableConfig:
+    """A's table config with a variant's settings."""
+    fields = {
+        k.removeprefix(FIELD_PREFIX): json.loads(v)
+        for k, v in variant.items()
+        if k.startswith(FIELD_PREFIX)
+    }
+    hudi = {k: v for k, v in variant.items() if not k.startswith(FIELD_PREFIX)}
+    return HudiTableConfig(base_path=base_path, extra_options=hudi, **fields)
+
+
 def batches_of(objects: list[Any], n_batches: int) -> list[list[Any]]:
     size = -(-len(objects) // n_batches)
     return [objects[i : i + size] for i in range(0, len(objects), size)]
@@ -119,7 +136,7 @@ def worker(cfg: dict[str, Any]) -> dict[str, Any]:
     from cdc_lake.lake import transforms as T
     from cdc_lake.lake.checkpoint import Checkpoint
     from cdc_lake.lake.checkpoint import plan as read_plan
-    from cdc_lake.lake.hudi import HUDI_CONF, HudiTableConfig
+    from cdc_lake.lake.hudi import HUDI_CONF
     from cdc_lake.lake.ingest import RawSource, ingest_new_files, read_lines, read_table
     from cdc_lake.lake.ordering import ORDERING_FIELD, latest_per_key
     from cdc_lake.source.captured import OUTBOX
@@ -223,7 +240,7 @@ def worker(cfg: dict[str, Any]) -> dict[str, Any]:
         def ingest(self, objects: list[Any]) -> None:
             if self.name in ("A", "A2"):
                 extra = cfg["variant_options"] if self.name == "A2" else {}
-                table = HudiTableConfig(base_path=self.target(), extra_options=extra)
+                table = variant_table(self.target(), extra)
                 ingest_new_files(spark, client, source, table, max_files=len(objects))
                 return
             latest = batch_latest(objects)
@@ -292,8 +309,9 @@ def worker(cfg: dict[str, Any]) -> dict[str, Any]:
             return df.select(*COMPARED)
 
     def size_of(side: Side) -> tuple[int, int, int]:
-        """Files and bytes of the table, and of those the bytes of its change log (Hudi's CDC
-        log files, ``*.cdc``; Delta's ``_change_data/``)."""
+        """Files and bytes of the table, and of those the bytes of its change log (A's change
+        sets, and Hudi's CDC log files, ``*.cdc``, where its feed is on; Delta's
+        ``_change_data/``)."""
         prefix = side.location().split(f"{settings.lake_bucket}/", 1)[1] + "/"
         if side.name == "D":
             prefix += f"v{side.version - 1}/"
@@ -302,7 +320,8 @@ def worker(cfg: dict[str, Any]) -> dict[str, Any]:
         for page in pages.paginate(Bucket=settings.lake_bucket, Prefix=prefix):
             for obj in page.get("Contents", []):
                 n, total = n + 1, total + obj["Size"]
-                if "/_change_data/" in obj["Key"] or obj["Key"].endswith(".cdc"):
+                k = obj["Key"]
+                if "/_change_data/" in k or k.endswith(".cdc") or "/.cdc_lake/change_sets/" in k:
                     feed += obj["Size"]
         return n, total, feed
 

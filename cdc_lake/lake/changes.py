@@ -1,11 +1,12 @@
-"""The Hudi table's change feed: what each commit did to each order, before and after.
+"""Hudi's change feed: what each commit did to each order, before and after.
 
 The table is written with Hudi's change data capture on (``HudiTableConfig.change_feed``:
 ``hoodie.table.cdc.enabled``, supplemental logging ``DATA_BEFORE_AFTER``), so every commit
 also logs, for each record it changed, the row before and the row after. A CDC query over a
 range of completion times (``read_changes``) then reads those logs, not the table: its cost
 follows the records the commits changed, not the table's size. That is what lets the checks and
-the order items cost what a run's new data costs.
+the order items cost what a run's new data costs. (A table can instead keep each commit's own
+change set, ``cdc_lake/lake/change_sets.py``, which readers prefer where every commit has one.)
 
 What a commit logs, per record it wrote (one row each):
 
@@ -35,9 +36,8 @@ Table types (Hudi 1.1, verified by ``cdc_lake_tests/lake/test_changes.py`` and
     the records changed: changes spread over a table read all of it, as a rescan would. So
     the checks and the order items follow the feed on COPY_ON_WRITE only.
 
-A table written without the change feed (one created before it was the default, or with
-``change_feed`` off) has no CDC logs: callers fall back to
-reading the whole snapshot (``cdc_lake.lake.hudi.has_change_feed`` tells).
+A table written without the change feed has no CDC logs (``cdc_lake.lake.hudi.has_change_feed``
+tells): where a commit has no change set either, callers read the whole snapshot.
 """
 
 from __future__ import annotations
@@ -149,8 +149,11 @@ def first_and_last(changes: DataFrame, key: str = OUTBOX.key) -> DataFrame:
     )
 
 
-def image_rows(images: DataFrame, side: str, schema: LakeSchema | None = None) -> DataFrame:
+def image_rows(
+    images: DataFrame, side: str, schema: LakeSchema | None = None, typed: bool = False
+) -> DataFrame:
     """The non-null ``side`` images (``before`` or ``after``) as lake rows: the table's column
-    names and types (dates as DATE, timestamps as TIMESTAMP)."""
+    names and types (dates as DATE, timestamps as TIMESTAMP). ``typed``: the images already are
+    (change sets, ``cdc_lake/lake/change_sets.py``)."""
     img = images.where(F.col(side).isNotNull()).select(F.col(f"{side}.*"))
-    return img.select(*or_declared(schema).from_image(img.columns))
+    return img if typed else img.select(*or_declared(schema).from_image(img.columns))

@@ -20,7 +20,8 @@ Semantics the options guarantee:
 - **Change feed.** On by default (``change_feed``): each commit also logs the before and after
   image of every record it changed (Hudi CDC, ``cdc_lake/lake/changes.py``). ``change_feed_gap``
   tells whether the feed still covers every commit after a given one (archival and the cleaner
-  remove old commits and their logs).
+  remove old commits and their logs). With ``change_sets`` on, the upsert also writes each
+  COPY_ON_WRITE commit's change set (``cdc_lake/lake/change_sets.py``), which readers prefer.
 - **Cost of a commit.** Base files in snappy, no column statistics in the metadata table (no
   reader uses data skipping), the cleaner planned every ``clean_every_commits`` commits: none
   changes what a reader sees (``python -m bench.commit_cost`` compares the tables' digests).
@@ -75,10 +76,17 @@ class HudiTableConfig:
     index_type: str = "RECORD_INDEX"  # or "GLOBAL_SIMPLE"
     # The driver's timeline server listens on every interface: only where executors need it.
     embedded_timeline_server: bool = False
-    # Hudi's change data capture: each commit logs its records' before and after images, so
-    # checks and marts can follow the commits' changes instead of rescanning the table
-    # (cdc_lake/lake/changes.py). Takes effect when the table is created.
+    # Hudi's change data capture: each commit also logs its records' before and after images
+    # (cdc_lake/lake/changes.py), so checks and marts follow the commits' changes instead of
+    # rescanning the table. Uncompressed Avro: most of the table's bytes, and about half of a
+    # large batch's upsert (docs/benchmarks.md). Takes effect when the table is created.
     change_feed: bool = True
+    # Each COPY_ON_WRITE commit's change set, written by the upsert beside the table
+    # (cdc_lake/lake/change_sets.py): the same rows as the feed in 4% of its bytes, but read back
+    # from the file versions the commit rewrote, which costs more time than the feed in every
+    # regime measured (docs/benchmarks.md, issue 25). Readers prefer it where every commit has
+    # one. Off by default; a table can use it with ``change_feed`` off.
+    change_sets: bool = False
     # Cost of a commit (docs/benchmarks.md, Tuning log; ``python -m bench.commit_cost``).
     # Base files in snappy rather than Hudi's default GZIP: copy-on-write rewrites a file on
     # every upsert that touches it, and snappy is cheaper to write and to read back.
@@ -227,6 +235,80 @@ def change_feed_gap(spark: SparkSession, base_path: str, after_instant: str) -> 
     return None
 
 
+def path_exists(spark: SparkSession, path: str) -> bool:
+    jvm, hadoop_conf = _jvm(spark)
+    p = jvm.org.apache.hadoop.fs.Path(path)
+    return bool(p.getFileSystem(hadoop_conf).exists(p))
+
+
+def list_dirs(spark: SparkSession, path: str) -> list[str]:
+    """The names of the directories directly under ``path`` (none if it does not exist)."""
+    jvm, hadoop_conf = _jvm(spark)
+    p = jvm.org.apache.hadoop.fs.Path(path)
+    fs = p.getFileSystem(hadoop_conf)
+    if not fs.exists(p):
+        return []
+    return [str(s.getPath().getName()) for s in fs.listStatus(p) if s.isDirectory()]
+
+
+def delete_path(spark: SparkSession, path: str) -> None:
+    jvm, hadoop_conf = _jvm(spark)
+    p = jvm.org.apache.hadoop.fs.Path(path)
+    p.getFileSystem(hadoop_conf).delete(p, True)
+
+
+@dataclass(frozen=True)
+class FileWrite:
+    """A file group one commit wrote: its new base file and the one it replaced (None for a
+    new file group), both relative to the table's base path."""
+
+    partition: str
+    file_id: str
+    path: str
+    previous: str | None
+
+
+def file_writes(spark: SparkSession, base_path: str, instant: str) -> list[FileWrite]:
+    """The base files a completed COPY_ON_WRITE commit wrote, from its metadata, each with the
+    version it replaced (found by listing the file group's partition once)."""
+    jvm, hadoop_conf = _jvm(spark)
+    client = _meta_client(spark, base_path)
+    timeline = client.getActiveTimeline().getCommitsTimeline().filterCompletedInstants()
+    found = [i for i in timeline.getInstants() if str(i.requestedTime()) == instant]
+    if not found:
+        raise ValueError(f"{base_path}: no completed commit {instant}")
+    stats = list(timeline.readCommitMetadata(found[0]).getWriteStats())
+    base = base_path.rstrip("/")
+    listed: dict[str, list[str]] = {}
+
+    def names_in(partition: str) -> list[str]:
+        if partition not in listed:
+            path = jvm.org.apache.hadoop.fs.Path(f"{base}/{partition}" if partition else base)
+            fs = path.getFileSystem(hadoop_conf)
+            listed[partition] = [str(s.getPath().getName()) for s in fs.listStatus(path)]
+        return listed[partition]
+
+    out = []
+    for stat in stats:
+        partition, file_id = str(stat.getPartitionPath() or ""), str(stat.getFileId())
+        prev = stat.getPrevCommit()
+        previous = None
+        if prev is not None and str(prev) not in ("null", ""):
+            # Base files are named <file id>_<write token>_<instant>.parquet.
+            suffix = f"_{prev}.parquet"
+            match = sorted(
+                n for n in names_in(partition) if n.startswith(f"{file_id}_") and n.endswith(suffix)
+            )
+            if not match:
+                raise FileNotFoundError(
+                    f"{base_path}: commit {instant} replaced file group {file_id} of its version "
+                    f"{prev}, which is no longer in {partition or 'the base path'}"
+                )
+            previous = f"{partition}/{match[0]}" if partition else match[0]
+        out.append(FileWrite(partition, file_id, str(stat.getPath()), previous))
+    return out
+
+
 @dataclass(frozen=True)
 class CommitInfo:
     instant: str  # requested time: the instant's name, used by time travel (as.of.instant)
@@ -274,6 +356,20 @@ def completed_commits(spark: SparkSession, base_path: str, newest_first: bool = 
     instants = list(timeline.getInstants())
     for instant in reversed(instants) if newest_first else instants:
         yield _commit_info(timeline, instant)
+
+
+def commits_between(
+    spark: SparkSession, base_path: str, after_instant: str, upto_instant: str
+) -> list[CommitInfo] | None:
+    """The completed commits after ``after_instant`` up to ``upto_instant`` (requested times),
+    newest first; None if ``after_instant`` is not on the active timeline."""
+    out: list[CommitInfo] = []
+    for commit in completed_commits(spark, base_path, newest_first=True):
+        if commit.instant == after_instant:
+            return out
+        if out or commit.instant == upto_instant:
+            out.append(commit)
+    return None
 
 
 def latest_commit(spark: SparkSession, base_path: str) -> CommitInfo | None:

@@ -53,6 +53,7 @@ from cdc_lake.lake import checkpoint as C
 from cdc_lake.lake import ordering as O
 from cdc_lake.lake import snapshots as S
 from cdc_lake.lake import transforms as T
+from cdc_lake.lake.change_sets import write_change_set
 from cdc_lake.lake.hudi import (
     CommitInfo,
     HudiTableConfig,
@@ -126,6 +127,17 @@ class IngestResult:
     # Stored live rows given the missing value of a column added with a default, and its names.
     backfilled: int = 0
     backfilled_columns: tuple[str, ...] = ()
+    # Rows of the commit's change set (cdc_lake/lake/change_sets.py); None: it has none, and
+    # ``change_set_error`` may say why.
+    change_set_rows: int | None = None
+    change_set_error: str = ""
+
+    def change_set_text(self) -> str:
+        if self.committed is None:
+            return "no new commit"
+        if self.change_set_rows is not None:
+            return f"{self.change_set_rows} rows"
+        return f"none: {self.change_set_error or 'not written for this table'}"
 
     @property
     def bytes_read(self) -> int:
@@ -433,7 +445,7 @@ def ingest_new_files(
             # Stored rows the batch does not change: they kept their ordering.
             result.backfilled = filled.join(rows, schema.key, "left_anti").count()
         new_checkpoint = stored.advanced(progress)
-        _write(latest, table, new_checkpoint.to_json(), schema)
+        _write(spark, latest, table, new_checkpoint.to_json(), schema, result)
     finally:
         if latest is not None:
             latest.unpersist()
@@ -442,7 +454,6 @@ def ingest_new_files(
         if filled is not None:
             filled.unpersist()
         parsed.unpersist()
-    result.committed = latest_commit(spark, table.base_path)
     result.checkpoint = new_checkpoint.to_json()
     result.seconds = time.monotonic() - t0
     return result
@@ -463,19 +474,38 @@ def _commit_backfill(
     try:
         result.backfilled = result.events_upserted = filled.count()
         if result.backfilled:
-            _write(O.with_delete_marker(filled, table.delete_mode), table, checkpoint, schema)
-            result.committed = latest_commit(spark, table.base_path)
+            rows = O.with_delete_marker(filled, table.delete_mode)
+            _write(spark, rows, table, checkpoint, schema, result)
             result.backfilled_columns = tuple(c.name for c in backfill)
     finally:
         filled.unpersist()
 
 
 def _write(
-    rows: DataFrame, table: HudiTableConfig, checkpoint: dict[str, Any], schema: LakeSchema
+    spark: SparkSession,
+    rows: DataFrame,
+    table: HudiTableConfig,
+    checkpoint: dict[str, Any],
+    schema: LakeSchema,
+    result: IngestResult,
 ) -> None:
-    """One Hudi commit of ``rows``, with the checkpoint and the schema in its metadata."""
+    """One Hudi commit of ``rows``, with the checkpoint and the schema in its metadata, then
+    (COPY_ON_WRITE) its change set. The commit goes into ``result``."""
     options = table.write_options(checkpoint, schema)
     rows.write.format("hudi").options(**options).mode("append").save(table.base_path)
+    result.committed = latest_commit(spark, table.base_path)
+    cow = table.table_type == "COPY_ON_WRITE"
+    if table.change_sets and cow and result.committed is not None:
+        # The data is committed: a change set that fails leaves the commit without one, which
+        # readers see and fall back from (a rescan). The refresh itself succeeded.
+        try:
+            result.change_set_rows = write_change_set(
+                spark, table.base_path, result.committed, rows.select(schema.key), schema
+            )
+            if result.change_set_rows is None:
+                result.change_set_error = "a file version the commit replaced is cleaned already"
+        except Exception as e:  # py4j's errors carry Spark's and the file system's
+            result.change_set_error = f"{type(e).__name__}: {str(e).splitlines()[0][:300]}"
 
 
 def _stored_with_missing_values(

@@ -4,7 +4,8 @@ digest of the live rows that ``matches_source`` compares with the outbox.
 Two ways to the same state
     **Full**: one read of the whole snapshot (``full_state``). Its cost grows with the table.
     **Incremental**: the state the previous run reported, plus what the commits since did to
-    the rows they changed (``incremental_state``), read from the table's change feed
+    the rows they changed (``incremental_state``), read from their change sets
+    (``cdc_lake/lake/change_sets.py``), or from Hudi's change feed on a table created with it
     (``cdc_lake/lake/changes.py``): each changed order's row before the range is subtracted
     from the digest and its row after the range added, and the counts of rows and of rows
     flagged as deleted move the same way. Its cost grows with the changes, not the table.
@@ -12,18 +13,21 @@ Two ways to the same state
 
 Which one runs (``evaluate``)
     Incremental when the previous state is usable: it names a commit still on the active
-    timeline, the table has the change feed and is COPY_ON_WRITE, and fewer than
-    ``full_scan_every`` commits were evaluated incrementally since the last full scan (a
-    MERGE_ON_READ table's feed is exact too, but reading it costs what a rescan costs: "Table
-    types" in ``cdc_lake/lake/changes.py``). Otherwise, or when asked (``full_scan``), a full
-    scan. A full scan that could also have gone incrementally computes both and reports whether
-    they agree (``incremental_matches_rescan``): the named check that a schedule or any run can
-    request (``full_scan`` in the lake asset's run config). With nothing committed since the
-    previous state, that state is the answer and nothing is read.
+    timeline, every commit since has a trusted change set or the table a change feed that covers
+    them on COPY_ON_WRITE (``changes_between``), and fewer than ``full_scan_every`` commits were
+    evaluated incrementally since the last full scan (a MERGE_ON_READ table's delta commits have
+    no change set, and its feed is exact but costs what a rescan costs: "Table types" in
+    ``cdc_lake/lake/changes.py``). ``followed`` in the state says which. Otherwise, or when
+    asked (``full_scan``), a full scan. A full scan that could also have gone incrementally
+    computes both and reports whether they agree (``incremental_matches_rescan``): the named
+    check that a schedule or any run can request (``full_scan`` in the lake asset's run config).
+    With nothing committed since the previous state, that state is the answer and nothing is
+    read.
 
 What the incremental checks see
-    ``order_id_unique``: an order written twice by one commit (two live after-images, e.g. a
-    partition move that kept its old row while an update landed) fails it. A duplicate that one
+    ``order_id_unique``: an order written twice by one commit (two after rows: change sets
+    hold what the new file versions hold, e.g. a partition move that kept its old row while an
+    update landed) fails it. A duplicate that one
     commit cannot show (an insert of a key a stale file still holds) changes the digest's key
     part, so ``matches_source`` fails with a key difference, and the next full scan fails this
     check. ``no_deleted_orders``: the count of rows flagged as deleted, kept exactly (+ flagged
@@ -40,13 +44,14 @@ scan's commit and, if it was compared with a state kept from the feed, whether t
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import functions as F
 
-from cdc_lake.lake.changes import first_and_last, image_rows, read_changes
+from cdc_lake.lake.change_sets import Span, changes_between
+from cdc_lake.lake.changes import first_and_last
 from cdc_lake.lake.digest import (
     ROW_HASH,
     VERSION,
@@ -57,7 +62,7 @@ from cdc_lake.lake.digest import (
     spark_digests,
     spark_row_hash,
 )
-from cdc_lake.lake.hudi import CommitInfo, HudiTableConfig, completed_commits, has_change_feed
+from cdc_lake.lake.hudi import CommitInfo, HudiTableConfig, completed_commits
 from cdc_lake.lake.ingest import read_table
 from cdc_lake.lake.ordering import live_rows
 from cdc_lake.lake.tables import or_declared
@@ -67,7 +72,7 @@ if TYPE_CHECKING:
 
     from cdc_lake.lake.schema import LakeSchema
 
-# Every this many commits the state is rescanned in full, whatever the change feed says.
+# Every this many commits the state is rescanned in full, whatever the change sets say.
 DEFAULT_FULL_SCAN_EVERY = 50
 SAMPLE = 10
 
@@ -86,7 +91,7 @@ class TableState:
     @property
     def last_rescan(self) -> dict[str, Any]:
         """The newest full scan behind this state: its commit, whether it could be compared
-        with a state kept from the change feed, and whether the two matched (a state from a
+        with a state kept from the changes, and whether the two matched (a state from a
         full scan with nothing to compare is its own rescan)."""
         return dict(self.digest.get("last_rescan") or {"matched": True, "compared": False})
 
@@ -158,17 +163,21 @@ def incremental_state(
     table: HudiTableConfig,
     previous: dict[str, Any],
     commit: CommitInfo,
-    commits: int,
+    since: Sequence[CommitInfo],
     schema: LakeSchema | None = None,
+    source: Span | None = None,
 ) -> TableState:
-    """The state at ``commit`` from ``previous`` (the state at an earlier commit) and the change
-    feed of the ``commits`` commits since."""
-    changes = read_changes(
-        spark, table.base_path, previous["completed"], commit.completed, schema
-    ).cache()
+    """The state at ``commit`` from ``previous`` (the state at an earlier commit) and what the
+    commits ``since`` (those after it, up to ``commit``) changed: ``source``, by default their
+    change sets or the change feed (``changes_between``)."""
+    if source is None:
+        source, why = changes_between(spark, table.base_path, since, previous, commit, schema)
+        if source is None:
+            raise ValueError(f"{table.base_path}: cannot follow the commits since: {why}")
+    changes = source.changes.cache()
     try:
         span = first_and_last(changes, or_declared(schema).key)
-        before, after = image_rows(span, "before", schema), image_rows(span, "after", schema)
+        before, after = source.rows(span, "before", schema), source.rows(span, "after", schema)
         # Both sides, live or flagged, in one job: their digests and their row counts.
         images = before.select(F.lit(False).alias("_after"), *_hashed(schema)).unionByName(
             after.select(F.lit(True).alias("_after"), *_hashed(schema))
@@ -201,7 +210,8 @@ def incremental_state(
         digest,
         commit,
         mode="incremental",
-        commits_since_full=int(previous.get("commits_since_full", 0)) + commits,
+        followed=source.source,
+        commits_since_full=int(previous.get("commits_since_full", 0)) + len(since),
         flagged_rows=int(previous["flagged_rows"]) + flagged_after - flagged_before,
         table_rows=int(previous["table_rows"]) + rows_after - rows_before,
         last_rescan=previous.get("last_rescan"),
@@ -255,13 +265,11 @@ def evaluate(
         since = commits_since(itertools.chain([newest], timeline), previous["instant"])
     if previous is not None and since == [] and not full_scan:
         return TableState({**previous, "mode": "carried"})
-    can_follow = (
-        previous is not None
-        and since is not None
-        # MERGE_ON_READ: exact, but no cheaper than the rescan (cdc_lake/lake/changes.py).
-        and table.table_type == "COPY_ON_WRITE"
-        and has_change_feed(spark, table.base_path)
-    )
+    source: Span | None = None
+    if previous is not None and since:
+        # MERGE_ON_READ has no change sets, and its feed costs a rescan (changes.py).
+        source, _ = changes_between(spark, table.base_path, since, previous, newest, schema)
+    can_follow = source is not None
     due = (
         previous is None
         or since is None
@@ -269,14 +277,14 @@ def evaluate(
     )
     if can_follow and not full_scan and not due:
         assert previous is not None and since is not None
-        return incremental_state(spark, table, previous, newest, len(since), schema)
+        return incremental_state(spark, table, previous, newest, since, schema, source)
     state = full_state(spark, table, newest, schema)
     followed: TableState | None = None
     if previous is not None and since == []:
         followed = TableState(previous)  # nothing committed since: the kept state is current
     elif can_follow and since:
         assert previous is not None
-        followed = incremental_state(spark, table, previous, newest, len(since), schema)
+        followed = incremental_state(spark, table, previous, newest, since, schema, source)
     if followed is not None:
         diff = compare_digests(state.digest, followed.digest)
         counts_equal = (followed.flagged_rows, followed.table_rows) == (

@@ -4,17 +4,19 @@ The items are a Hudi table keyed by (order_id, product_id) (``cdc_lake/marts/ite
 whose every commit records the ``cdc_events`` commit it was built from. A build targets the
 table's newest commit, read first: a commit landing during the build is left to the next one.
 
-- **Incremental** (the usual case): the change feed of the commits after the one built from,
-  up to the newest (``cdc_lake/lake/changes.py``), gives per changed order its state before
-  and after; ``flatten_order_items`` of the before images are its old lines, of the after images
-  its new lines. One Hudi commit upserts the new lines that differ and deletes the old lines no
-  new line replaces: a deleted order (hard or soft) has no after lines, so its lines go. It
-  reads the changes only, never the ``cdc_events`` snapshot nor the items table.
+- **Incremental** (the usual case): the change sets of the commits after the one built from, up
+  to the newest (``cdc_lake/lake/change_sets.py``; Hudi's change feed on a table created with
+  it, ``cdc_lake/lake/changes.py``), give per changed order its state before and after;
+  ``flatten_order_items`` of the before images are its old lines, of the after images its new
+  lines. One Hudi commit upserts the new lines that differ and deletes the old lines no new line
+  replaces: a deleted order (hard or soft) has no after lines, so its lines go. It reads the
+  changes only, never the ``cdc_events`` snapshot nor the items table.
 - **Full**, when there is nothing to start from: no items table yet (or one left by a release
-  that wrote Parquet there, which is removed first), ``cdc_events`` without a usable change
-  feed (``cdc_lake.lake.hudi.change_feed_gap``: none, archived or cleaned since), a change feed
-  that cannot be read, or ``rebuild``. It flattens the snapshot *as of* the newest commit (time
-  travel, so the lines match the commit recorded) and replaces the whole table in one commit.
+  that wrote Parquet there, which is removed first), a commit since without a trusted change set
+  and no usable change feed (``changes_between``: none, MERGE_ON_READ, cleaned), the built-from
+  commit archived, changes that cannot be read, or ``rebuild``. It flattens the snapshot *as of*
+  the newest commit (time travel, so the lines match the commit recorded) and replaces the whole
+  table in one commit.
 - **Nothing to do**: the newest commit is the one built from, or the changes leave every line
   as it was (a change that lost to a newer one). No commit; the figures are the stored ones.
 
@@ -39,8 +41,8 @@ from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import functions as F
 
-from cdc_lake.lake.changes import first_and_last, image_rows, read_changes
-from cdc_lake.lake.hudi import CommitInfo, change_feed_gap, completed_commits, latest_commit
+from cdc_lake.lake.change_sets import changes_between
+from cdc_lake.lake.hudi import CommitInfo, commits_between, completed_commits, latest_commit
 from cdc_lake.lake.hudi import table_exists as hudi_table_exists
 from cdc_lake.lake.ingest import read_as_of, table_schema
 from cdc_lake.lake.ordering import live_rows
@@ -91,7 +93,7 @@ def run_order_items(spark: SparkSession, params: OrderItemsParams) -> AppReport:
         reason = "run config rebuild"
     elif state is None:
         reason = "no order items built yet"
-    elif (reason := change_feed_gap(spark, table_path, state.built_from_instant)) is None:
+    else:
         build, reason = _incremental(spark, table_path, items, state, newest)
     if build is None:
         build = _full(spark, table_path, items, newest, previous=state)
@@ -114,26 +116,31 @@ def _incremental(
     state: BuildState,
     newest: CommitInfo,
 ) -> tuple[_Build | None, str | None]:
-    """The build from the change feed; (None, why) when the feed or the stored figures cannot
+    """The build from the changes; (None, why) when the changes or the stored figures cannot
     be read, and a full build must be done instead."""
     try:
         stored = spark.read.parquet(state.figures_path)
         if newest.instant == state.built_from_instant:
             return _Build("none", state, stored), None
+        since = commits_between(spark, table_path, state.built_from_instant, newest.instant)
+        if since is None:
+            return None, f"commit {state.built_from_instant} is no longer in the active timeline"
         # The lake's columns as its commits recorded them (no sql/ on EMR).
         schema = table_schema(spark, table_path)
-        changes = first_and_last(
-            read_changes(spark, table_path, state.built_from_completed, newest.completed, schema)
-        ).persist()
+        after = {"instant": state.built_from_instant, "completed": state.built_from_completed}
+        source, why = changes_between(spark, table_path, since, after, newest, schema)
+        if source is None:
+            return None, why
+        changes = source.first_and_last().persist()
         orders = changes.count()
     except Exception as e:  # py4j's errors carry Hudi's and the file system's
-        return None, f"the change feed or the stored figures could not be read: {_first_line(e)}"
+        return None, f"the changes or the stored figures could not be read: {_first_line(e)}"
     try:
-        old = flatten_order_items(image_rows(changes, "before", schema))
-        new = flatten_order_items(image_rows(changes, "after", schema))
+        old = flatten_order_items(source.rows(changes, "before", schema))
+        new = flatten_order_items(source.rows(changes, "after", schema))
         rows = line_changes(old, new).persist()
         try:
-            live_after = live_rows(image_rows(changes, "after", schema)).select(
+            live_after = live_rows(source.rows(changes, "after", schema)).select(
                 OUTBOX.key, F.lit(True).alias("_live")
             )
             upsert, orphan = ~F.col(DELETE_MARKER), ~F.col(DELETE_MARKER) & F.col("_live").isNull()

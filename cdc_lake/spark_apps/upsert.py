@@ -74,6 +74,8 @@ def run_upsert(spark: SparkSession, s3_client: Any, params: UpsertParams) -> App
         # A column added with a default: the stored rows it was given to (once, when added).
         "backfilled_rows": meta(result.backfilled, "int"),
         "backfilled_columns": meta(list(result.backfilled_columns), "json"),
+        # The commit's change set (cdc_lake/lake/change_sets.py): rows, or why it has none.
+        "change_set": meta(result.change_set_text(), "text"),
         "ignored_raw_keys": meta(len(result.ignored_keys), "int"),
         "ignored_raw_keys_sample": meta(result.ignored_keys[:10], "json"),
         "table_path": meta(table.base_path, "path"),

@@ -1,5 +1,6 @@
 """The peer benchmark once at its smoke size (2,000 events, 2 batches, one repetition of each
-side; A2, the upsert with the change feed off; B2, Delta's MERGE with its change data feed on):
+side; A2, the upsert with change sets instead of Hudi's change feed; B2, Delta's MERGE with its
+change data feed on):
 Hudi, Delta MERGE, Iceberg MERGE and the Parquet floor end with the generator's latest change
 per key, and the report has every figure.
 No timing is asserted. Measured: 167 s with A2 and B2, the stack's start (20 s) included,
@@ -9,9 +10,13 @@ Spark driver and each format's first write (no warm-up at this size) are most of
 
 from __future__ import annotations
 
+import pytest
+
+from bench import peers_large as PL
 from bench.__main__ import run
 from bench.harness import rotation
-from bench.peers import SIDE_NAMES, expected_state
+from bench.peers import SIDE_NAMES, expected_state, variant_table
+from bench.peers_large import LargeTable
 from cdc_lake.stack import LocalStack
 
 
@@ -25,7 +30,7 @@ def test_each_repetition_starts_one_side_later():
 
 def test_peers_end_equal_and_report_every_figure(local_stack: LocalStack):
     # A2: the same upsert with one Hudi option changed, alternated with the others.
-    variant = {"hoodie.table.cdc.enabled": "false"}
+    variant = {"cdc_lake.change_sets": "true", "cdc_lake.change_feed": "false"}
     report = run(
         local_stack,
         ["peers"],
@@ -54,13 +59,51 @@ def test_peers_end_equal_and_report_every_figure(local_stack: LocalStack):
         assert size.value > 0 and size.note.endswith(" files")
         assert figures[f"read final snapshot, {side}, {label}"].value > 0
         assert any(n.startswith("one more batch") and side in n for n in figures), side
-    # The change logs: Hudi's by default, none where the feed is off. (B2's table has Delta's
-    # feed on, which the worker checks, but at this size both batches only insert, and Delta
-    # logs only updates and deletes.)
+    # The change logs: Hudi's feed by default, which logs every row twice, uncompressed; A2's
+    # change sets instead, compressed. (B2's table has Delta's feed on, which the worker checks,
+    # but at this size both batches only insert, and Delta logs only updates and deletes.)
     feed = {x: figures[f"change log size, {SIDE_NAMES[x]}, {label}"].value for x in SIDE_NAMES}
-    assert feed["A"] > 0, feed
-    assert feed["A2"] == feed["B"] == feed["C"] == feed["D"] == 0, feed
+    assert 0 < feed["A2"] < feed["A"], feed
+    assert feed["B"] == feed["C"] == feed["D"] == 0, feed
     for ratio in ("A/B", "A/C", "A/D", "A2/B", "A2/C", "A2/D", "A/B2", "B2/B"):
         assert figures[f"ratio {ratio}, {label}"].value > 0
-    paired = figures[f"ratio A2/A (hoodie.table.cdc.enabled=false), {label}"]
+    knob = "cdc_lake.change_sets=true, cdc_lake.change_feed=false"
+    paired = figures[f"ratio A2/A ({knob}), {label}"]
     assert paired.value > 0 and paired.note == "same run, alternated"
+
+
+def test_a_variant_sets_hudi_options_and_the_table_configs_fields():
+    table = variant_table(
+        "s3a://b/t",
+        {"cdc_lake.change_sets": "false", "cdc_lake.change_feed": "true", "hoodie.x": "1"},
+    )
+    assert (table.change_sets, table.change_feed) == (False, True)
+    assert table.extra_options == {"hoodie.x": "1"}
+    assert table.write_options()["hoodie.table.cdc.enabled"] == "true"
+
+
+def test_the_large_table_batches_and_the_generators_answer():
+    large = LargeTable(2_000, sizes=(10, 100), per_kind=2)
+    batches = PL.plan(large)
+    # The kinds interleave, and every change has its own sequence number.
+    assert [b.kind for b in batches[:4]] == [
+        "10 changes, uniform", "10 changes, recent", "100 changes, uniform", "100 changes, recent"
+    ]  # fmt: skip
+    assert [b.first for b in batches] == [0, 10, 20, 120, 220, 230, 240, 340]
+    for b in batches:
+        orders = PL.changed_orders(large.orders, b)
+        assert len(set(orders)) == b.size and orders == PL.changed_orders(large.orders, b)
+        if b.distribution == "recent":  # the newest 5% (100 orders) only
+            assert min(orders) > large.orders - 100
+    # The answer replays the events themselves: the last change per order, deletes removed.
+    last: dict[int, tuple[int, bool]] = {
+        ev["order_id"]: (ev["__lsn"], False) for _, ev in PL.load_events(large.orders)
+    }
+    for b in batches:
+        for ev in PL.batch_events(large.orders, b):
+            last[ev["order_id"]] = (ev["__lsn"], ev["__deleted"] == "true")
+    want = {o: lsn for o, (lsn, gone) in last.items() if not gone}
+    assert PL.expected(large.orders, batches) == want
+    assert len(want) < large.orders  # some orders ended deleted
+    with pytest.raises(ValueError, match="distribution"):
+        LargeTable(100, distributions=("zipf",))

@@ -1,6 +1,7 @@
-"""The table's CDC invariants kept from the change feed equal a rescan of the whole table, after
-a random workload on the real ingestion (S3 server, Hudi bundle): inserts, updates, partition
-moves, hard deletes, re-inserts and changes that arrive after newer ones. On both table types:
+"""The table's CDC invariants kept from the commits' change sets (or, on tables created with it,
+Hudi's change feed) equal a rescan of the whole table, after a random workload on the real
+ingestion (S3 server, Hudi bundle): inserts, updates, partition moves, hard deletes, re-inserts
+and changes that arrive after newer ones. Hudi's feed on both table types:
 MERGE_ON_READ's feed is exact too (delta commits, compactions), but ``evaluate`` rescans it (the
 feed's cost there, see ``cdc_lake/lake/table_state.py``)."""
 
@@ -12,6 +13,8 @@ import random
 import pytest
 
 from bench.synthetic import SyntheticLake, event
+from cdc_lake.lake.change_sets import Span, change_set_path
+from cdc_lake.lake.changes import read_changes
 from cdc_lake.lake.digest import compare_digests
 from cdc_lake.lake.hudi import completed_commits, latest_commit
 from cdc_lake.lake.ingest import ingest_new_files
@@ -56,16 +59,30 @@ def _assert_same(kept, rescanned) -> None:
     assert kept.duplicated_keys == rescanned.duplicated_keys == 0
 
 
-@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
-@pytest.mark.parametrize("delete_mode", ["hard", "soft"])
-def test_the_state_kept_from_the_change_feed_equals_a_rescan(
-    spark, lake: SyntheticLake, delete_mode: str, table_type: str
+@pytest.mark.parametrize(
+    ("source", "table_type", "delete_mode"),
+    [
+        ("change sets", "COPY_ON_WRITE", "hard"),
+        ("change sets", "COPY_ON_WRITE", "soft"),
+        ("Hudi's change feed", "COPY_ON_WRITE", "hard"),
+        ("Hudi's change feed", "MERGE_ON_READ", "hard"),
+        ("Hudi's change feed", "MERGE_ON_READ", "soft"),
+    ],
+)
+def test_the_state_kept_from_the_changes_equals_a_rescan(
+    spark, lake: SyntheticLake, source: str, delete_mode: str, table_type: str
 ):
     rng = random.Random(11 if delete_mode == "hard" else 12)
     # MERGE_ON_READ: updates go to log files (delta commits); every second one compacts, so
     # the ranges followed hold compactions too.
+    feed = source == "Hudi's change feed"
     table = dataclasses.replace(
-        lake.table(), delete_mode=delete_mode, table_type=table_type, compaction_delta_commits=2
+        lake.table(),
+        delete_mode=delete_mode,
+        table_type=table_type,
+        compaction_delta_commits=2,
+        change_feed=feed,
+        change_sets=not feed,
     )
     clock = [1_000]
     state = None
@@ -83,7 +100,16 @@ def test_the_state_kept_from_the_change_feed_equals_a_rescan(
         commit = latest_commit(spark, table.base_path)
         assert commit is not None and state.digest["instant"] == commit.instant
         rescan = full_state(spark, table, commit)
-        kept = rescan if kept is None else incremental_state(spark, table, kept.digest, commit, 1)
+        if kept is None:
+            kept = rescan
+        else:
+            span = None
+            if table_type == "MERGE_ON_READ":  # followed here, though evaluate does not
+                after = kept.digest["completed"]
+                feed_rows = read_changes(spark, table.base_path, after, commit.completed)
+                span = Span(feed_rows, False, "Hudi's change feed", "order_id")
+            kept = incremental_state(spark, table, kept.digest, commit, [commit], None, span)
+            assert kept.digest["followed"] == source
         # Every batch: what was kept from the feed equals the whole table, read afresh.
         _assert_same(kept, rescan)
         _assert_same(state, rescan)
@@ -145,13 +171,24 @@ def test_every_n_commits_the_state_is_rescanned(spark, lake: SyntheticLake):
     assert modes == [("full", 0), ("incremental", 1), ("full", 0), ("incremental", 1)]
 
 
-def test_a_table_without_the_change_feed_is_rescanned(spark, lake: SyntheticLake):
-    table = dataclasses.replace(lake.table(), change_feed=False)
+def test_a_commit_without_a_trusted_change_set_is_rescanned(spark, lake: SyntheticLake):
+    # As a crash after the commit and before its change set's marker leaves it.
+    table = lake.table(change_sets=True, change_feed=False)
     lake.put([event(1, 100, 1), event(2, 100, 2)])
     ingest_new_files(spark, lake.client, lake.source, table)
     first = evaluate(spark, table, None)
     lake.put([event(1, 200, 3, customer_id="QUICK")])
-    ingest_new_files(spark, lake.client, lake.source, table)
-    assert first is not None
+    result = ingest_new_files(spark, lake.client, lake.source, table)
+    assert first is not None and result.committed is not None
+    assert result.change_set_rows == 2  # order 1, before and after
+    marker = f"{change_set_path(table.base_path, result.committed.instant)}/_SUCCESS"
+    lake.client.delete_object(Bucket=lake.lake_bucket, Key=marker.split(lake.lake_bucket + "/")[1])
     second = evaluate(spark, table, first.digest)
     assert second is not None and second.mode == "full" and second.digest["rows"] == 2
+    assert second.incremental_matches_rescan is None  # nothing it could be compared with
+    # A table with neither change sets nor Hudi's feed is rescanned at every commit too.
+    bare = dataclasses.replace(table, change_sets=False)
+    lake.put([event(3, 300, 4)])
+    assert ingest_new_files(spark, lake.client, lake.source, bare).change_set_rows is None
+    third = evaluate(spark, bare, second.digest)
+    assert third is not None and third.mode == "full" and third.digest["rows"] == 3

@@ -277,18 +277,22 @@ def test_a_delete_removes_the_lines_and_nothing_changed_commits_nothing(
     _assert_equals_full_flattening(spark, lake, items, edited)
 
 
-@pytest.mark.parametrize("case", ["no_change_feed", "parquet_left_by_an_earlier_release",
-                                  "changes_cleaned"])  # fmt: skip
+@pytest.mark.parametrize("case", ["no_changes_kept", "parquet_left_by_an_earlier_release",
+                                  "feed_cleaned", "cleaned_with_change_sets"])  # fmt: skip
 def test_full_rebuild_when_there_is_nothing_to_start_from(
     spark: SparkSession, lake: SyntheticLake, case: str
 ):
-    # "changes_cleaned": the cleaner runs after every commit (the default plans it every 10) and
-    # keeps one commit's file versions, and archival three commits.
+    # "..._cleaned": the cleaner runs after every commit (the default plans it every 10) and
+    # keeps one commit's file versions, and archival three commits. "feed_cleaned": Hudi's
+    # change feed (the default); "cleaned_with_change_sets": change sets, no feed.
     short = {"hoodie.clean.max.commits": "1", "hoodie.cleaner.commits.retained": "1",
              "hoodie.keep.min.commits": "2", "hoodie.keep.max.commits": "3"}  # fmt: skip
+    # "no_changes_kept": neither change sets nor Hudi's change feed.
+    cleaned = case in ("feed_cleaned", "cleaned_with_change_sets")
     table = lake.table(
-        change_feed=case != "no_change_feed",
-        extra_options=short if case == "changes_cleaned" else {},
+        change_sets=case == "cleaned_with_change_sets",
+        change_feed=case in ("feed_cleaned", "parquet_left_by_an_earlier_release"),
+        extra_options=short if cleaned else {},
     )
     lake.put([event(1, 100, 1, op="c"), event(2, 100, 2, op="c")])
     assert ingest_new_files(spark, lake.client, lake.source, table).committed is not None
@@ -296,16 +300,20 @@ def test_full_rebuild_when_there_is_nothing_to_start_from(
     if case == "parquet_left_by_an_earlier_release":
         flatten_order_items(read_table(spark, table.base_path)).write.parquet(items.base_path)
     assert _build(spark, lake, items)["build"] == "full"
-    for n in range(4 if case == "changes_cleaned" else 1):
+    for n in range(4 if cleaned else 1):
         lake.put([event(2 + n, 200 + n, 3 + n, deleted=True, op="d"), event(9 + n, 200, 9, op="c")])
         assert ingest_new_files(spark, lake.client, lake.source, table).committed is not None
     report = _build(spark, lake, items)
-    if case == "no_change_feed":
+    if case == "no_changes_kept":
         assert report["build"] == "full"
-        assert report["full_build_reason"] == "the table has no change feed"
-    elif case == "changes_cleaned":
+        assert report["full_build_reason"] == (
+            "a commit since has no change set, and the table has no change feed"
+        )
+    elif case == "feed_cleaned":
         assert report["build"] == "full"
         assert "cleaner" in report["full_build_reason"] or "timeline" in report["full_build_reason"]
     else:
+        # Change sets hold the rows themselves: the cleaner removing file versions after they
+        # were written takes nothing from them.
         assert report["build"] == "incremental"
     _assert_equals_full_flattening(spark, lake, items, report)

@@ -68,7 +68,7 @@ class LakeRefreshConfig(dg.Config):
     full_scan: bool = Field(
         default=False,
         description="Rescan the whole table for the key and delete checks and the live-row "
-        "digest, instead of following the change feed from the last run's state, and report "
+        "digest, instead of following the commits' changes from the last run's state, and report "
         "whether the two agree (the incremental_matches_rescan check).",
     )
     replay_from_offset: int | None = Field(
@@ -117,7 +117,7 @@ def hudi_table_asset(k: TableKeys) -> dg.AssetsDefinition:
             dg.AssetCheckSpec(
                 RESCAN_CHECK,
                 asset=k.hudi,
-                description="the state the checks keep from the change feed equalled a rescan "
+                description="the state the checks keep from the commits' changes equalled a rescan "
                 "of the whole table at the newest full scan (every so many commits, on request, "
                 "or scheduled: the lake_full_check job)",
             ),
@@ -274,6 +274,7 @@ def _nothing_new(
         offset_gaps=zero,
         backfilled_rows=zero,
         backfilled_columns=dg.MetadataValue.json([]),
+        change_set=dg.MetadataValue.text("no new commit"),
         ignored_raw_keys=dg.MetadataValue.int(len(plan.ignored)),
         ignored_raw_keys_sample=dg.MetadataValue.json(plan.ignored[:10]),
         s3_list_requests=dg.MetadataValue.int(plan.list_requests + 1),  # + the timeline's
