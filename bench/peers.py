@@ -427,6 +427,36 @@ def run_large(
     return out
 
 
+def _run_worker(cfg: dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
+    """One worker process's results, or (None, why) when it failed."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench.peers", "worker", json.dumps(cfg)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    if proc.returncode != 0:
+        return None, f"worker failed (exit {proc.returncode}); see its stderr"
+    return json.loads(proc.stdout.strip().splitlines()[-1]), ""
+
+
+def _agreement(
+    sides: tuple[str, ...], res: dict[str, Any], expected: dict[int, int]
+) -> tuple[dict[str, bool], dict[str, Any], str]:
+    """Which sides ran, their final states, and the note saying whether every one equals the
+    generator's own answer (``expected``: order -> LSN of its latest change, live orders)."""
+    ok = {x: "error" not in res[x] for x in sides}
+    states = {x: res[x]["state"] for x in sides if ok[x]}
+    want = {"rows": len(expected), "digest": str(digest(expected))}
+    same = all(st == states.get("A") for st in states.values())
+    right = all({k: st[k] for k in want} == want for st in states.values())
+    note = (
+        f"{' = '.join(sides)} = the generator's latest per key"
+        if same and right and all(ok.values())
+        else f"DIFFER or failed: expected {want}, got {states}"
+    )
+    return ok, states, note
+
+
 def bench_peers(
     stack: Any,
     client: Any,
@@ -477,30 +507,13 @@ def bench_peers(
         sides = sides_of(cfg)
         order = " ".join(sides)
         say(f"peers: {n:,} events in {files} files, {reps} reps of {order} ({batches} batches)")
-        proc = subprocess.run(
-            [sys.executable, "-m", "bench.peers", "worker", json.dumps(cfg)],
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        if proc.returncode != 0:
-            figures.append(
-                Figure("peers", f"{n:,} events", float("nan"), "",
-                       note=f"worker failed (exit {proc.returncode}); see its stderr")
-            )  # fmt: skip
+        res, failed = _run_worker(cfg)
+        if res is None:
+            figures.append(Figure("peers", f"{n:,} events", float("nan"), "", note=failed))
             continue
-        res = json.loads(proc.stdout.strip().splitlines()[-1])
         nan = float("nan")
-        ok = {x: "error" not in res[x] for x in sides}
+        ok, states, note = _agreement(sides, res, expected)
         t = {x: median(res[x]["t"]) if ok[x] else nan for x in sides}
-        states = {x: res[x]["state"] for x in sides if ok[x]}
-        want = {"rows": len(expected), "digest": str(digest(expected))}
-        same = all(st == states.get("A") for st in states.values())
-        right = all({k: st[k] for k in want} == want for st in states.values())
-        note = (
-            f"{' = '.join(sides)} = the generator's latest per key"
-            if same and right and all(ok.values())
-            else f"DIFFER or failed: expected {want}, got {states}"
-        )
         label = f"{n:,} events"
         nb = len(res["batches"])
         figures.append(
@@ -589,26 +602,10 @@ def _bench_large(
     label = f"{large.orders:,} orders"
     say(f"peers: {label} ({load_files} files, loaded untimed), then {len(batches)} batches, "
         f"each into {' '.join(sides)} in turn")  # fmt: skip
-    proc = subprocess.run(
-        [sys.executable, "-m", "bench.peers", "worker", json.dumps(cfg)],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    if proc.returncode != 0:
-        note = f"worker failed (exit {proc.returncode}); see its stderr"
-        return [Figure("peers", f"large table, {label}", float("nan"), "", note=note)]
-    res = json.loads(proc.stdout.strip().splitlines()[-1])
-    ok = {x: "error" not in res[x] for x in sides}
-    want = PL.expected(large.orders, [b for b, _ in batches])
-    want_state = {"rows": len(want), "digest": str(digest(want))}
-    states = {x: res[x]["state"] for x in sides if ok[x]}
-    same = all(st == states.get("A") for st in states.values())
-    right = all({k: st[k] for k in want_state} == want_state for st in states.values())
-    note = (
-        f"{' = '.join(sides)} = the generator's latest per key"
-        if same and right and all(ok.values())
-        else f"DIFFER or failed: expected {want_state}, got {states}"
-    )
+    res, failed = _run_worker(cfg)
+    if res is None:
+        return [Figure("peers", f"large table, {label}", float("nan"), "", note=failed)]
+    ok, states, note = _agreement(sides, res, PL.expected(large.orders, [b for b, _ in batches]))
     nan = float("nan")
     figures = [
         Figure("peers", f"large table: load (untimed for the ratios), {SIDE_NAMES[x]}, {label}",

@@ -204,7 +204,8 @@ def changes_between(
     spark: SparkSession,
     base_path: str,
     commits: Sequence[CommitInfo],
-    after: CommitInfo | dict[str, str],
+    after_instant: str,
+    after_completed: str,
     upto: CommitInfo,
     schema: LakeSchema | None = None,
 ) -> tuple[Span | None, str]:
@@ -215,10 +216,8 @@ def changes_between(
     if commits and has_change_sets(spark, base_path, commits):
         changes = read_change_sets(spark, base_path, commits, schema)
         return Span(changes, True, "change sets", key), ""
-    instant = after.instant if isinstance(after, CommitInfo) else after["instant"]
-    completed = after.completed if isinstance(after, CommitInfo) else after["completed"]
-    gap = change_feed_gap(spark, base_path, instant)
+    gap = change_feed_gap(spark, base_path, after_instant)
     if gap is not None:
         return None, f"a commit since has no change set, and {gap}"
-    changes = read_changes(spark, base_path, completed, upto.completed, schema)
+    changes = read_changes(spark, base_path, after_completed, upto.completed, schema)
     return Span(changes, False, "Hudi's change feed", key), ""

@@ -32,7 +32,9 @@ Semantics the options guarantee:
 
 from __future__ import annotations
 
+import itertools
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -195,10 +197,7 @@ def _meta_client(spark: SparkSession, base_path: str) -> Any:
 
 
 def table_exists(spark: SparkSession, base_path: str) -> bool:
-    jvm, hadoop_conf = _jvm(spark)
-    path = jvm.org.apache.hadoop.fs.Path(f"{base_path.rstrip('/')}/.hoodie/hoodie.properties")
-    fs = path.getFileSystem(hadoop_conf)
-    return bool(fs.exists(path))
+    return path_exists(spark, f"{base_path.rstrip('/')}/.hoodie/hoodie.properties")
 
 
 def has_change_feed(spark: SparkSession, base_path: str) -> bool:
@@ -358,18 +357,26 @@ def completed_commits(spark: SparkSession, base_path: str, newest_first: bool = 
         yield _commit_info(timeline, instant)
 
 
+def commits_since(newest_first: Iterator[CommitInfo], instant: str) -> list[CommitInfo] | None:
+    """The commits of ``newest_first`` (the rest of a newest-first timeline) before ``instant``;
+    None if ``instant`` is not among them (archived, rolled back, or another table's)."""
+    newer = []
+    for commit in newest_first:
+        if commit.instant == instant:
+            return newer
+        newer.append(commit)
+    return None
+
+
 def commits_between(
     spark: SparkSession, base_path: str, after_instant: str, upto_instant: str
 ) -> list[CommitInfo] | None:
     """The completed commits after ``after_instant`` up to ``upto_instant`` (requested times),
     newest first; None if ``after_instant`` is not on the active timeline."""
-    out: list[CommitInfo] = []
-    for commit in completed_commits(spark, base_path, newest_first=True):
-        if commit.instant == after_instant:
-            return out
-        if out or commit.instant == upto_instant:
-            out.append(commit)
-    return None
+    newer = commits_since(completed_commits(spark, base_path, newest_first=True), after_instant)
+    if newer is None:
+        return None
+    return list(itertools.dropwhile(lambda c: c.instant != upto_instant, newer))
 
 
 def latest_commit(spark: SparkSession, base_path: str) -> CommitInfo | None:

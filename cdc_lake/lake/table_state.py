@@ -44,7 +44,7 @@ scan's commit and, if it was compared with a state kept from the feed, whether t
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -62,7 +62,7 @@ from cdc_lake.lake.digest import (
     spark_digests,
     spark_row_hash,
 )
-from cdc_lake.lake.hudi import CommitInfo, HudiTableConfig, completed_commits
+from cdc_lake.lake.hudi import CommitInfo, HudiTableConfig, commits_since, completed_commits
 from cdc_lake.lake.ingest import read_table
 from cdc_lake.lake.ordering import live_rows
 from cdc_lake.lake.tables import or_declared
@@ -171,7 +171,15 @@ def incremental_state(
     commits ``since`` (those after it, up to ``commit``) changed: ``source``, by default their
     change sets or the change feed (``changes_between``)."""
     if source is None:
-        source, why = changes_between(spark, table.base_path, since, previous, commit, schema)
+        source, why = changes_between(
+            spark,
+            table.base_path,
+            since,
+            previous["instant"],
+            previous["completed"],
+            commit,
+            schema,
+        )
         if source is None:
             raise ValueError(f"{table.base_path}: cannot follow the commits since: {why}")
     changes = source.changes.cache()
@@ -231,17 +239,6 @@ def usable(previous: dict[str, Any] | None, schema: LakeSchema | None = None) ->
     )
 
 
-def commits_since(newest_first: Iterator[CommitInfo], instant: str) -> list[CommitInfo] | None:
-    """The commits of ``newest_first`` (the rest of a newest-first timeline) before ``instant``;
-    None if ``instant`` is not among them (archived, rolled back, or another table's)."""
-    newer = []
-    for commit in newest_first:
-        if commit.instant == instant:
-            return newer
-        newer.append(commit)
-    return None
-
-
 def evaluate(
     spark: SparkSession,
     table: HudiTableConfig,
@@ -268,7 +265,15 @@ def evaluate(
     source: Span | None = None
     if previous is not None and since:
         # MERGE_ON_READ has no change sets, and its feed costs a rescan (changes.py).
-        source, _ = changes_between(spark, table.base_path, since, previous, newest, schema)
+        source, _ = changes_between(
+            spark,
+            table.base_path,
+            since,
+            previous["instant"],
+            previous["completed"],
+            newest,
+            schema,
+        )
     can_follow = source is not None
     due = (
         previous is None

@@ -127,8 +127,15 @@ def _incremental(
             return None, f"commit {state.built_from_instant} is no longer in the active timeline"
         # The lake's columns as its commits recorded them (no sql/ on EMR).
         schema = table_schema(spark, table_path)
-        after = {"instant": state.built_from_instant, "completed": state.built_from_completed}
-        source, why = changes_between(spark, table_path, since, after, newest, schema)
+        source, why = changes_between(
+            spark,
+            table_path,
+            since,
+            state.built_from_instant,
+            state.built_from_completed,
+            newest,
+            schema,
+        )
         if source is None:
             return None, why
         changes = source.first_and_last().persist()

@@ -56,7 +56,9 @@ def test_each_changed_order_is_given_as_the_table_holds_it(
         feed_rows = read_changes(spark, table.base_path, first.completed, second.completed)
         changes = Span(feed_rows, False, source, "order_id")
     else:
-        changes, why = changes_between(spark, table.base_path, [second], first, second)
+        changes, why = changes_between(
+            spark, table.base_path, [second], first.instant, first.completed, second
+        )
         assert changes is not None and changes.source == source, why
     span = changes.first_and_last()
     before = {r["order_id"]: r.asDict() for r in changes.rows(span, "before").collect()}
