@@ -12,6 +12,7 @@
     python -m bench --only refresh --reps 2 --table-type COPY_ON_WRITE --table-type MERGE_ON_READ
     python -m bench --only warm --reps 3  # a fresh run process: Spark in it vs the lake server
     python -m bench --only connect-iceberg  # Iceberg's Kafka Connect sink against cdc-lake
+    python -m bench --only soak --soak-commits 2000  # a day of commits (hours; never by default)
     python -m bench --smoke              # tiny sizes: keeps the harness working (the tests)
 
 The stack gets its own state directory and port base (``--port-base``, default 17400), so it
@@ -21,6 +22,7 @@ never disturbs a developer's stack or the test suite's; it is stopped at the end
 from __future__ import annotations
 
 import argparse
+import math
 import shlex
 import shutil
 import sys
@@ -37,6 +39,7 @@ from bench.peers import bench_peers
 from bench.peers_large import DISTRIBUTIONS, LargeTable
 from bench.refresh_cost import bench_refresh_cost
 from bench.scale import bench_scale
+from bench.soak import bench_soak, samples_table
 from bench.warm_spark import bench_warm_spark
 from cdc_lake.lake.hudi import HudiTableConfig
 from cdc_lake.stack import LocalStack, StackSettings
@@ -47,10 +50,12 @@ from cdc_lake.stack.spark import build_spark_session
 
 BENCHMARKS = (
     "sensor", "incremental", "latency", "scale", "peers", "index", "empty", "refresh", "warm",
-    "connect-iceberg",
+    "connect-iceberg", "soak",
 )  # fmt: skip
+# Run only when named: hours at full size.
+ON_REQUEST = ("soak",)
 # The benchmarks that need the whole stack (the others need only the S3 server).
-WHOLE_STACK = ("latency", "connect-iceberg")
+WHOLE_STACK = ("latency", "connect-iceberg", "soak")
 NOT_YET = {
     "upsert-vs-hoodiestreamer": "hudi-utilities 1.x is not downloadable from this machine's "
     "Maven Central mirror (only 0.14.0), so HoodieStreamer cannot run beside Hudi 1.1.1; "
@@ -73,6 +78,11 @@ def run(
     latency_rate: float = 2.0,
     latency_rounds: int = 2,
     table_types: tuple[str, ...] = (HudiTableConfig.table_type,),
+    soak_commits: int = 2_000,
+    soak_sample_every: int = 100,
+    soak_rate: float = 1.0,
+    soak_max_minutes: float = math.inf,
+    soak_samples: Path | None = None,
 ) -> Report:
     s = stack.settings
     s3 = stack.service("s3")
@@ -107,6 +117,14 @@ def run(
         # In a worker process too: its session loads Iceberg's Spark runtime beside Hudi.
         changes = 10 if smoke else 240
         report.add(*bench_connect_iceberg(stack, say, changes=changes, rate=2.0))
+    if "soak" in only:
+        # Its runs' Spark apps go to the stack's lake server, the process that soaks.
+        commits, every = (3, 1) if smoke else (soak_commits, soak_sample_every)
+        figures, samples = bench_soak(
+            stack, commits, every, soak_rate, say, soak_max_minutes, soak_samples
+        )
+        report.add(*figures)
+        report.sections.append(f"Soak samples:\n\n{samples_table(samples)}")
     spark_users = ("incremental", "latency", "index", "empty", "refresh")
     own = spark is None and any(b in only for b in spark_users)
     if own:
@@ -231,6 +249,19 @@ def main(argv: list[str] | None = None) -> int:
         metavar="KEY=VALUE[,KEY=VALUE]",
         help="latency: one more profile, the tuned settings plus these Hudi options",
     )
+    parser.add_argument("--soak-commits", type=int, default=2_000, help="soak: commits to make")
+    parser.add_argument(
+        "--soak-sample-every", type=int, default=100, help="soak: commits between samples"
+    )
+    parser.add_argument("--soak-rate", type=float, default=1.0, help="soak: changes/s")
+    parser.add_argument(
+        "--soak-max-minutes", type=float, default=math.inf, help="soak: stop after this long"
+    )
+    parser.add_argument(
+        "--soak-samples",
+        type=Path,
+        help="soak: append each sample to this file as a JSON line when it is taken",
+    )
     parser.add_argument(
         "--background-load",
         type=int,
@@ -242,7 +273,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", default="bench/results.json")
     parser.add_argument("--no-docs", action="store_true", help="do not append to docs")
     args = parser.parse_args(argv)
-    only: list[str] = args.only or [str(b) for b in BENCHMARKS]
+    only: list[str] = args.only or [str(b) for b in BENCHMARKS if b not in ON_REQUEST]
     reps = 1 if args.smoke else args.reps
     large = None
     if args.large_table:
@@ -299,6 +330,11 @@ def main(argv: list[str] | None = None) -> int:
                 latency_rate=args.latency_rate,
                 latency_rounds=args.latency_rounds,
                 table_types=tuple(args.table_type or (HudiTableConfig.table_type,)),
+                soak_commits=args.soak_commits,
+                soak_sample_every=args.soak_sample_every,
+                soak_rate=args.soak_rate,
+                soak_max_minutes=args.soak_max_minutes,
+                soak_samples=args.soak_samples,
             )
         report.load = load.summary()
         say(f"bench: {LoadSampler.describe(report.load)}")
@@ -308,6 +344,8 @@ def main(argv: list[str] | None = None) -> int:
     for name, why in NOT_YET.items():
         say(f"bench: {name}: not run ({why})")
     print(report.table())
+    for section in report.sections:
+        print(f"\n{section}")
     command = "python -m bench " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:]))
     docs = None if args.no_docs else project_root() / "docs" / "benchmarks.md"
     write_outputs(report, Path(args.json), docs, command.strip())

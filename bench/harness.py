@@ -38,6 +38,7 @@ class Figure:
 class Report:
     figures: list[Figure] = field(default_factory=list)
     load: dict[str, float] | None = None  # ``LoadSampler.summary()`` of the run
+    sections: list[str] = field(default_factory=list)  # markdown after the figures (``soak``)
 
     def add(self, *figures: Figure) -> None:
         self.figures.extend(figures)
@@ -173,6 +174,7 @@ def write_outputs(report: Report, json_path: Path, md_path: Path | None, command
         "machine": info,
         "figures": [asdict(f) for f in report.figures],
         "load": report.load,
+        "sections": report.sections,
     }
     json_path.parent.mkdir(parents=True, exist_ok=True)
     json_path.write_text(json.dumps(payload, indent=2))
@@ -184,6 +186,7 @@ def write_outputs(report: Report, json_path: Path, md_path: Path | None, command
             f"{info['java']}, {info['platform']}"
             + (f"; {LoadSampler.describe(report.load)}" if report.load else "")
             + f"\n\n{report.table()}\n"
+            + "".join(f"\n{section}\n" for section in report.sections)
         )
         md_path.parent.mkdir(parents=True, exist_ok=True)
         if not md_path.exists():

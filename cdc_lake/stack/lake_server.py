@@ -12,6 +12,9 @@ A request without it gets 401 and nothing else.
 
 - ``GET /health``: ``{"pid", "jvm_pid", "runs"}`` once the session is up and while its JVM
   answers over py4j; 503 once it does not (``stack down`` and ``up`` start a new one).
+- ``GET /memory``: a full GC under the app lock (so never during an app), then the JVM's heap in
+  use, committed and its maximum in MiB, and the JVM's and the server's live threads: what
+  ``python -m bench --only soak`` samples to see whether the server grows with the runs.
 - ``POST /run`` with ``{"app", "params"}`` (the JSON the Pipes path sends as extras): the app's
   ``AppReport`` as ``{"ok": true, "report": {"metadata", "checks"}, "seconds"}``. An app that
   raises gives ``{"ok": false, "error", "traceback", "seconds"}``; the session stays up for the
@@ -109,6 +112,22 @@ class _Server(ThreadingHTTPServer):
         self.runs = 0
         self.jvm_pid = int(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())
 
+    def memory(self) -> dict[str, Any]:
+        jvm = self.spark.sparkContext._jvm
+        factory = jvm.java.lang.management.ManagementFactory
+        with self.lock:
+            jvm.java.lang.System.gc()
+            heap = factory.getMemoryMXBean().getHeapMemoryUsage()
+            mib = 1024 * 1024
+            return {
+                "heap_used_mb": round(heap.getUsed() / mib, 1),
+                "heap_committed_mb": round(heap.getCommitted() / mib, 1),
+                "heap_max_mb": round(heap.getMax() / mib, 1),
+                "jvm_threads": int(factory.getThreadMXBean().getThreadCount()),
+                "python_threads": threading.active_count(),
+                "runs": self.runs,
+            }
+
     def run_app(self, app: str, params: dict[str, Any]) -> dict[str, Any]:
         from cdc_lake.spark_apps.run import run_app
 
@@ -163,9 +182,11 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         if not self._authorized():
             return
+        s = self.lake
+        if self.path == "/memory":
+            return self._reply(200, s.memory())
         if self.path != "/health":
             return self._reply(404)
-        s = self.lake
         try:
             s.spark.sparkContext._jvm.java.lang.System.nanoTime()  # the JVM still answers
         except Exception:

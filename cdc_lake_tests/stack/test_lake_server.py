@@ -56,4 +56,10 @@ def test_the_lake_server_answers_only_with_its_token(local_stack: LocalStack, tm
         request(s.host, port, wrong, "GET", "/health", timeout_s=5)
     with pytest.raises(LakeServerError, match="answered 401"):
         request(s.host, port, wrong, "POST", "/run", {"app": "upsert", "params": {}}, 5)
+    with pytest.raises(LakeServerError, match="answered 401"):
+        request(s.host, port, wrong, "GET", "/memory", timeout_s=5)
     assert request(s.host, port, token_path(s), "GET", "/health", timeout_s=5)["jvm_pid"]
+    # The soak benchmark's sample: the heap after a full GC, within what the JVM may take.
+    memory = request(s.host, port, token_path(s), "GET", "/memory", timeout_s=120)
+    assert 0 < memory["heap_used_mb"] <= memory["heap_committed_mb"] <= memory["heap_max_mb"]
+    assert memory["jvm_threads"] > 1 and memory["python_threads"] >= 1

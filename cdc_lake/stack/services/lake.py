@@ -60,6 +60,13 @@ class LakeServer(Service):
             self.s.host, self.s.port(self.name), self.token_file, "GET", "/health", timeout_s=3
         )
 
+    def memory(self) -> dict[str, float]:
+        """The JVM's heap after a full GC, and the live threads (``GET /memory``); waits for an
+        app in flight."""
+        return lake_server.request(
+            self.s.host, self.s.port(self.name), self.token_file, "GET", "/memory", timeout_s=600
+        )
+
     def healthy(self) -> bool:
         return bool(self.health()["jvm_pid"])
 
