@@ -1,9 +1,11 @@
 """The stack's Dagster instance (``<state>/dagster_home``) and the Dagster processes run on it.
 
-- ``prepare_home`` writes the instance's ``dagster.yaml`` (telemetry off) and a
-  ``workspace.yaml`` that loads ``cdc_lake.definitions`` as the code location ``cdc_lake``, the
-  name ``dg dev`` gives it (``pyproject.toml``), so sensor state and ticks recorded by one are
-  the other's.
+- ``prepare_home`` writes the instance's ``dagster.yaml`` (``INSTANCE_YAML``: telemetry off, and
+  the raw-files sensor's skipped ticks, one every few seconds while it is on, kept a day instead
+  of Dagster's week; runs are pruned by ``dagster_runs_prune``, ``cdc_lake/defs/retention.py``)
+  and a ``workspace.yaml`` that loads ``cdc_lake.definitions`` as the code location
+  ``cdc_lake``, the name ``dg dev`` gives it (``pyproject.toml``), so sensor state and ticks
+  recorded by one are the other's.
 - ``dagster_env`` is what a Dagster process needs to reach the stack: the resources' secrets
   (their ``EnvVar``s), the state dir, port base and jars dir, and ``DAGSTER_HOME``. It goes into
   the child's environment, never into its arguments; Dagster's logs name variables, not values.
@@ -41,6 +43,15 @@ if TYPE_CHECKING:
 LOCATION = "cdc_lake"  # [tool.dg.project] code_location_name: the location dg dev loads
 TRIGGER_TAG = "cdc_lake/trigger"  # on the runs a cdc-lake command starts: which one
 DAEMON_LOOP_S = 2.0
+INSTANCE_YAML = """telemetry:
+  enabled: false
+retention:
+  sensor:
+    purge_after_days:
+      skipped: 1
+      failure: 30
+      success: -1
+"""
 
 
 def default_home(settings: StackSettings) -> Path:
@@ -61,7 +72,7 @@ def prepare_home(home: Path, grpc_socket: Path | None = None, workspace: bool = 
     each Dagster process spawning its own; without ``workspace``, none is written."""
     home.mkdir(mode=0o700, parents=True, exist_ok=True)
     if not (home / "dagster.yaml").exists():
-        (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+        (home / "dagster.yaml").write_text(INSTANCE_YAML)
     if not workspace:
         _create_storage(home)
         return home

@@ -86,6 +86,10 @@ def test_definitions_hold_the_pipeline():
     full = repo.get_schedule_def("lake_full_check_schedule")
     assert full.job_name == "lake_full_check"
     assert full.default_status == dg.DefaultScheduleStatus.STOPPED
+    # The instance's pruning: a job and a daily schedule, off too.
+    prune = repo.get_schedule_def("dagster_runs_prune_schedule")
+    assert prune.job_name == "dagster_runs_prune"
+    assert prune.default_status == dg.DefaultScheduleStatus.STOPPED
     assert set(loaded.resources or {}) >= {"postgres", "kafka", "kafka_connect", "s3", "spark_jobs"}
     # The whole pipeline as one named job (the demo's first run): every executable asset and
     # every check.

@@ -376,7 +376,9 @@ def test_run_config_cannot_redirect_a_resource_or_pick_its_secret(
 def test_configured_home_keeps_a_users_dagster_home_as_it_is(tmp_path, monkeypatch):
     """With ``DAGSTER_HOME`` set, the CLI's runs go there and only a missing ``dagster.yaml`` is
     written; without it, the stack's own instance gets its workspace too."""
-    from cdc_lake.instance import configured_home
+    from dagster._core.scheduler.instigation import InstigatorType, TickStatus
+
+    from cdc_lake.instance import INSTANCE_YAML, configured_home
     from cdc_lake_tests.conftest import make_settings
 
     settings = make_settings(29_400, state_dir=tmp_path / "state")
@@ -387,7 +389,12 @@ def test_configured_home_keeps_a_users_dagster_home_as_it_is(tmp_path, monkeypat
     monkeypatch.setenv("DAGSTER_HOME", str(home))
     assert configured_home(settings) == home
     assert workspace.read_text() == "load_from:\n  - python_module: my_project.definitions\n"
-    assert (home / "dagster.yaml").read_text() == "telemetry:\n  enabled: false\n"
+    assert (home / "dagster.yaml").read_text() == INSTANCE_YAML
+    # The daemon purges the sensor's skipped ticks after a day, its failures after 30 days.
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        kept = instance.get_tick_retention_settings(InstigatorType.SENSOR)
+        assert kept[TickStatus.SKIPPED] == 1 and kept[TickStatus.FAILURE] == 30
+        assert kept[TickStatus.SUCCESS] == -1  # the ticks that requested runs stay
 
     monkeypatch.delenv("DAGSTER_HOME")
     own = configured_home(settings)

@@ -1,0 +1,79 @@
+"""Which finished runs the Dagster instance may forget, and forgetting them.
+
+With the raw-files sensor on, the instance gains a ``lake_refresh`` run every few seconds of
+activity, and each run's event log holds the assets' metadata (``python -m bench --only soak``
+measures how much per run). Nothing in Dagster OSS deletes runs by age, so the instance grows
+with the runs until they are pruned: ``dagster_runs_prune`` (``cdc_lake/defs/retention.py``)
+does it on a schedule, off by default.
+
+A run is pruned only if all of these hold:
+- it has finished (succeeded, failed or canceled): a run in flight is never touched;
+- it was created before the cutoff;
+- it is not among the newest ``keep_newest`` runs;
+- it holds no asset's latest materialization or observation, and no check's latest evaluation.
+  Those are state, not history: the raw-files sensor and the Hudi asset read the lake's
+  checkpoint from the latest materialization, and a carried run its checks' latest results.
+
+Pruning a run deletes it with its event log (``DagsterInstance.delete_run``). It is idempotent,
+and a failure part-way leaves the runs not yet deleted as they were. SQLite reuses the freed
+pages, so a pruned instance stops growing without shrinking on disk.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable
+
+import dagster as dg
+
+FINISHED = [dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED]
+
+
+def runs_holding_state(
+    instance: dg.DagsterInstance, check_keys: Iterable[dg.AssetCheckKey] = ()
+) -> set[str]:
+    """The runs of each asset's latest materialization and observation, and of each given
+    check's latest evaluation."""
+    held: set[str] = set()
+    for key in instance.get_asset_keys():
+        for fetch in (instance.fetch_materializations, instance.fetch_observations):
+            held.update(r.run_id for r in fetch(key, limit=1).records)
+    checks = list(check_keys)
+    if checks:
+        latest = instance.event_log_storage.get_latest_asset_check_execution_by_key(checks)
+        held.update(r.run_id for r in latest.values())
+    return held
+
+
+def prunable_runs(
+    instance: dg.DagsterInstance,
+    before: dt.datetime,
+    keep_newest: int,
+    check_keys: Iterable[dg.AssetCheckKey] = (),
+) -> list[str]:
+    """The ids of the runs the rules above allow to prune, oldest first."""
+    newest = {
+        r.dagster_run.run_id for r in instance.get_run_records(limit=keep_newest)
+    } if keep_newest > 0 else set()  # fmt: skip
+    held = runs_holding_state(instance, check_keys)
+    records = instance.get_run_records(
+        filters=dg.RunsFilter(statuses=FINISHED, created_before=before), ascending=True
+    )
+    return [
+        r.dagster_run.run_id
+        for r in records
+        if r.dagster_run.run_id not in newest and r.dagster_run.run_id not in held
+    ]
+
+
+def prune_runs(
+    instance: dg.DagsterInstance,
+    before: dt.datetime,
+    keep_newest: int,
+    check_keys: Iterable[dg.AssetCheckKey] = (),
+) -> list[str]:
+    """Delete the prunable runs with their event logs; their ids."""
+    pruned = prunable_runs(instance, before, keep_newest, check_keys)
+    for run_id in pruned:
+        instance.delete_run(run_id)
+    return pruned
