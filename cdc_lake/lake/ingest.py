@@ -34,7 +34,9 @@ Schema
     catalog for every row stored before, with no change event: a line that lacks the field
     gets that value, and the commit that adds the column gives it to every live row the lake
     holds (a rewrite of the table, once per such change; ``IngestResult.backfilled``), in a
-    commit of its own when no new line came with the change.
+    commit of its own when no new line came with the change. A column added without a default
+    reaches the table with the next commit, every stored row reading it as null; when no new
+    line comes, with a commit of its own that writes one stored row again as it was.
 
 So a run with nothing new commits nothing. A crash before the commit leaves the old checkpoint:
 the same lines are read again and give the same result. A replay (``replay_from``) reads again
@@ -70,6 +72,7 @@ from cdc_lake.lake.schema import (
     SourceColumn,
     evolve,
     from_lake_types,
+    not_in_table,
     to_backfill,
 )
 from cdc_lake.lake.tables import declared_columns
@@ -124,7 +127,8 @@ class IngestResult:
     list_requests: int = 0
     seconds: float = 0.0
     schema: LakeSchema | None = None  # the lake's columns after this run
-    # Stored live rows given the missing value of a column added with a default, and its names.
+    # Stored live rows given the missing value of a column added with a default; the names of
+    # the columns the stored rows got in this commit (a column added without one: as null).
     backfilled: int = 0
     backfilled_columns: tuple[str, ...] = ()
     # Rows of the commit's change set (cdc_lake/lake/change_sets.py); None: it has none, and
@@ -298,10 +302,11 @@ def lake_schema(
     source_columns: Sequence[SourceColumn] | None,
     captured: CapturedTable = OUTBOX,
     declared: Sequence[SourceColumn] | None = None,
-) -> tuple[LakeSchema, tuple[LakeColumn, ...]]:
+) -> tuple[LakeSchema, tuple[LakeColumn, ...], tuple[LakeColumn, ...]]:
     """The lake's columns of the table ``captured`` declares, once the source's are taken
-    (``SchemaChangeError`` if they cannot be), and the columns whose missing value the stored
-    rows get in this commit (``schema.to_backfill``). ``source_columns``: as the source's catalog
+    (``SchemaChangeError`` if they cannot be), the columns whose missing value the stored
+    rows get in this commit (``schema.to_backfill``), and the columns the table does not have
+    yet (``schema.not_in_table``). ``source_columns``: as the source's catalog
     lists them; None when it could not be read: then the columns the newest commit recorded,
     or for a table without any, the ones ``sql/`` declares (``declared``: as the caller read
     them, for a Spark app that has no ``sql/``, as on EMR)."""
@@ -318,7 +323,7 @@ def lake_schema(
     lake_only = (*T.CDC_COLUMNS, *captured.lake_partition)
     lake_types = data_column_types(spark, table.base_path, lake_only) if exists else None
     schema = evolve(captured.source, captured.key, list(source_columns), lake_types, recorded)
-    return schema, to_backfill(lake_types, recorded, schema)
+    return schema, to_backfill(lake_types, recorded, schema), not_in_table(lake_types, schema)
 
 
 def table_schema(spark: SparkSession, base_path: str) -> LakeSchema | None:
@@ -366,7 +371,7 @@ def ingest_new_files(
     says. A line over ``max_line_mb`` is bad. ``source_columns``: the source table's columns as
     its catalog lists them now; ``declared``: as ``sql/`` declares them (``lake_schema``)."""
     t0 = time.monotonic()
-    schema, backfill = lake_schema(spark, table, source_columns, captured, declared)
+    schema, backfill, untaken = lake_schema(spark, table, source_columns, captured, declared)
     stored = current_checkpoint(spark, s3_client, source, table)
     start = stored.rewound(replay_from) if replay_from is not None else stored
     plan = C.plan(s3_client, source.bucket, source.layout, start)
@@ -380,8 +385,8 @@ def ingest_new_files(
         schema=schema,
     )
     if not objects:
-        if backfill:
-            _commit_backfill(spark, table, schema, backfill, stored.to_json(), result)
+        if backfill or untaken:
+            _commit_backfill(spark, table, schema, backfill, untaken, stored.to_json(), result)
         result.seconds = time.monotonic() - t0
         return result
 
@@ -406,8 +411,8 @@ def ingest_new_files(
         result.offset_gaps = batch.gaps
         progress = batch.progress
         if not progress:
-            if backfill:
-                _commit_backfill(spark, table, schema, backfill, stored.to_json(), result)
+            if backfill or untaken:
+                _commit_backfill(spark, table, schema, backfill, untaken, stored.to_json(), result)
             result.seconds = time.monotonic() - t0
             return result
         if batch.unknown_fields:
@@ -464,19 +469,26 @@ def _commit_backfill(
     table: HudiTableConfig,
     schema: LakeSchema,
     backfill: Sequence[LakeColumn],
+    untaken: Sequence[LakeColumn],
     checkpoint: dict[str, Any],
     result: IngestResult,
 ) -> None:
-    """A commit of the schema change alone, when no new line came with it: the stored live rows
-    with their missing values, the checkpoint as it was. So a column added with a default
-    reaches the lake at the first refresh after the ``ALTER``, not with the next change."""
-    filled = _stored_with_missing_values(spark, table, schema, backfill)
+    """A commit of the schema change alone, when no new line came with it, the checkpoint as it
+    was: so a column added at the source reaches the lake at the first refresh after the
+    ``ALTER``, not with the next change. With a missing value to give (``backfill``), the
+    stored live rows with it; a column the stored rows read as null (``untaken``, added
+    without a default) needs one stored row only, written again as it is with the new columns,
+    for Hudi to take them (a table with no live row takes them with its first)."""
+    filled = _stored_with_missing_values(
+        spark, table, schema, backfill, limit=None if backfill else 1
+    )
     try:
-        result.backfilled = result.events_upserted = filled.count()
-        if result.backfilled:
+        result.events_upserted = filled.count()
+        result.backfilled = result.events_upserted if backfill else 0
+        if result.events_upserted:
             rows = O.with_delete_marker(filled, table.delete_mode)
             _write(spark, rows, table, checkpoint, schema, result)
-            result.backfilled_columns = tuple(c.name for c in backfill)
+            result.backfilled_columns = tuple(c.name for c in (backfill or untaken))
     finally:
         filled.unpersist()
 
@@ -509,12 +521,17 @@ def _write(
 
 
 def _stored_with_missing_values(
-    spark: SparkSession, table: HudiTableConfig, schema: LakeSchema, backfill: Sequence[LakeColumn]
+    spark: SparkSession,
+    table: HudiTableConfig,
+    schema: LakeSchema,
+    backfill: Sequence[LakeColumn],
+    limit: int | None = None,
 ) -> DataFrame:
-    """The stored live rows, as lake rows, with the ``backfill`` columns set to their missing
-    value (null for a column added again without one). They keep their ordering, so a newer
-    change in the batch still wins over them, and Hudi's event-time merge takes them over the
-    stored rows they equal but for these columns (on equal ordering, the incoming record)."""
+    """The stored live rows (``limit`` of them), as lake rows, with the ``backfill`` columns set
+    to their missing value (null for a column added again without one). They keep their
+    ordering, so a newer change in the batch still wins over them, and Hudi's event-time merge
+    takes them over the stored rows they equal but for these columns (on equal ordering, the
+    incoming record)."""
     names = {c.name: c for c in backfill}
     stored = read_table(spark, table.base_path)
 
@@ -529,7 +546,9 @@ def _stored_with_missing_values(
         return F.lit(None).cast(schema.column(name).lake_type).alias(name)
 
     # Persisted: the table is read once, for the union (or the write) and the count.
-    return O.live_rows(stored).select(*[value(c) for c in T.lake_columns(schema)]).persist()
+    live = O.live_rows(stored)
+    live = live.limit(limit) if limit is not None else live
+    return live.select(*[value(c) for c in T.lake_columns(schema)]).persist()
 
 
 def read_table(spark: SparkSession, base_path: str, **options: str) -> DataFrame:

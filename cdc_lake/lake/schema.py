@@ -513,6 +513,16 @@ def to_backfill(
     )
 
 
+def not_in_table(
+    lake_types: Mapping[str, str] | None, evolved: LakeSchema
+) -> tuple[LakeColumn, ...]:
+    """The live columns an existing table does not have yet: added at the source since its last
+    commit (none for a table not written yet)."""
+    if lake_types is None:
+        return ()
+    return tuple(c for c in evolved.live if c.name not in lake_types)
+
+
 def raw_missing_value(column: LakeColumn, table: str) -> Any:
     """A column's missing value as Debezium would write it in a raw line (see ``KINDS``)."""
     text, kind = column.missing_value, column.kind

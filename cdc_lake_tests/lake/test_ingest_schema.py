@@ -130,6 +130,26 @@ def test_a_column_added_with_a_default_reaches_every_row_stored_before(
     again = ingest_new_files(spark, lake.client, lake.source, table, source_columns=source)
     assert again.committed is None and again.backfilled == 0
 
+    # A column without a default, and no new line: a commit of its own too, which writes one
+    # stored row again as it was; every row reads the column as null, the checkpoint as it was.
+    before = {r["order_id"]: r.asDict() for r in live_rows(read_table(spark, table.base_path))
+              .drop(*[c for c in stored.columns if c.startswith("_hoodie")]).collect()}  # fmt: skip
+    source.append(SourceColumn("memo", "text", True, 25))
+    plain = ingest_new_files(spark, lake.client, lake.source, table, source_columns=source)
+    assert plain.committed is not None and plain.committed != quiet.committed
+    assert plain.files == [] and plain.checkpoint == later.checkpoint
+    assert plain.events_upserted == 1 and plain.backfilled == 0
+    assert plain.backfilled_columns == ("memo",)
+    stored = read_table(spark, table.base_path)
+    after = {r["order_id"]: r.asDict() for r in live_rows(stored).collect()}
+    assert {o: r.pop("memo") for o, r in after.items()} == dict.fromkeys(before)
+    assert {o: {c: r[c] for c in before[o]} for o, r in after.items()} == before
+    assert stored.schema["memo"].nullable and latest_schema(spark, table.base_path) == plain.schema
+    assert plain.schema is not None and quiet.schema is not None
+    assert plain.schema.version == quiet.schema.version + 1
+    again = ingest_new_files(spark, lake.client, lake.source, table, source_columns=source)
+    assert again.committed is None
+
 
 def previous_ordering(spark: SparkSession, table, order_id: int) -> int:
     """The ordering of the order's first commit: a filled row keeps it."""
