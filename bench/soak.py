@@ -27,6 +27,7 @@ pass. A growth goal compares the last sample with the one at a tenth of the run 
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import math
 import os
@@ -54,6 +55,7 @@ from cdc_lake.defs.unchanged import lake_checkpoint
 from cdc_lake.instance import prepare_home
 from cdc_lake.lake.checkpoint import Checkpoint
 from cdc_lake.resources.local import local_resources
+from cdc_lake.run_retention import prune_runs
 from cdc_lake.source.captured import RESCAN_CHECK
 from cdc_lake.source.workload import Workload
 from cdc_lake.spark_apps.params import UpsertReport
@@ -296,6 +298,28 @@ class Soak:
         ends = end_offsets(self.resources["kafka"].client_conf(), self.cdc.topic)
         return all(cp.offset(p) >= end - 1 for p, end in ends.items())
 
+    def prune(self, keep_newest: int) -> list[Figure]:
+        """``dagster_runs_prune``'s rules on the soak's instance, every finished run old enough:
+        how many runs it deleted, how long it took, and the instance's size before and after."""
+        before_mb = _dir_mb(self.home)
+        runs = self.instance.get_runs_count()
+        t0 = time.monotonic()
+        checks = [k for d in self.assets for k in d.check_keys]
+        cutoff = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=1)
+        pruned = prune_runs(self.instance, cutoff, keep_newest, checks)
+        seconds = time.monotonic() - t0
+        after_mb = _dir_mb(self.home)
+        held = self.instance.get_latest_materialization_event(HUDI_KEY)
+        state_kept = held is not None and lake_checkpoint(self.instance) is not None
+        self.say(f"{NAME}: pruned {len(pruned)} of {runs} runs in {seconds:.1f}s")
+        return [
+            Figure(NAME, "runs pruned (dagster_runs_prune's rules)", len(pruned), "",
+                   "", f"of {runs}, keeping the newest {keep_newest}; in {seconds:.1f} s"),
+            Figure(NAME, "Dagster instance after the prune", after_mb, "MB", "",
+                   f"{before_mb:.1f} MB before; the lake's checkpoint "
+                   + ("kept" if state_kept else "LOST")),
+        ]  # fmt: skip
+
     # --- samples -----------------------------------------------------------------------------
     def _pids(self) -> dict[str, list[int]]:
         out: dict[str, list[int]] = {}
@@ -441,9 +465,10 @@ def bench_soak(
         soak.run(commits, sample_every, max_minutes)
         matched = soak.catch_up()
         final = soak.sample()
+        pruned = soak.prune(keep_newest=max(2, sample_every))
     finally:
         soak.close()
-    return _figures(soak, matched, final), soak.samples
+    return _figures(soak, matched, final) + pruned, soak.samples
 
 
 def _figures(soak: Soak, matched: bool, final: Sample) -> list[Figure]:

@@ -14,17 +14,22 @@ A run is pruned only if all of these hold:
   Those are state, not history: the raw-files sensor and the Hudi asset read the lake's
   checkpoint from the latest materialization, and a carried run its checks' latest results.
 
-Pruning a run deletes it with its event log (``DagsterInstance.delete_run``). It is idempotent,
-and a failure part-way leaves the runs not yet deleted as they were. SQLite reuses the freed
-pages, so a pruned instance stops growing without shrinking on disk.
+Pruning a run deletes it with its event log (``DagsterInstance.delete_run``). On the SQLite
+storage of a local instance that leaves the run's own event-log file behind, emptied, and its
+captured stdout and stderr: both are removed too, so pruning bounds the disk and not only the
+rows (the shared index keeps its size and reuses its freed pages). It is idempotent, and a
+failure part-way leaves the runs not yet deleted as they were.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Iterable
+from pathlib import Path
 
 import dagster as dg
+from dagster._core.storage.event_log import SqliteEventLogStorage
+from dagster._core.storage.local_compute_log_manager import LocalComputeLogManager
 
 FINISHED = [dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED]
 
@@ -76,4 +81,20 @@ def prune_runs(
     pruned = prunable_runs(instance, before, keep_newest, check_keys)
     for run_id in pruned:
         instance.delete_run(run_id)
+        _remove_run_files(instance, run_id)
     return pruned
+
+
+def _remove_run_files(instance: dg.DagsterInstance, run_id: str) -> None:
+    """A deleted run's files on a local instance: its SQLite event-log shard and its logs."""
+    storage = instance.event_log_storage
+    if isinstance(storage, SqliteEventLogStorage):
+        shard = storage.path_for_shard(run_id)
+        for path in (shard, f"{shard}-wal", f"{shard}-shm"):
+            Path(path).unlink(missing_ok=True)
+        # This process would take the shard for one with tables still: a later read of the
+        # run's events (none) creates it again, empty, instead of failing.
+        getattr(storage, "_initialized_dbs", set()).discard(run_id)
+    logs = instance.compute_log_manager
+    if isinstance(logs, LocalComputeLogManager):
+        logs.delete_logs(prefix=[run_id])

@@ -5,8 +5,11 @@ an asset's latest materialization or a check's latest evaluation stay."""
 from __future__ import annotations
 
 import datetime as dt
+import glob
+from pathlib import Path
 
 import dagster as dg
+from dagster._core.storage.event_log import SqliteEventLogStorage
 
 from cdc_lake.run_retention import prunable_runs, prune_runs
 
@@ -77,13 +80,21 @@ def test_old_finished_runs_go_and_the_runs_holding_state_stay():
         assert [roles[r] for r in pruned] == ["a1", "a2", "a3"]
         left = {r.run_id for r in instance.get_runs()}
         assert left == {by_role[n] for n in ("b", "a+check", "a4", "failed")} | {waiting}
-        # Their event logs went with them; the state the pipeline reads is still there.
+        # Their event logs went with them, files included; the state the pipeline reads is
+        # still there.
+        storage = instance.event_log_storage
+        assert isinstance(storage, SqliteEventLogStorage)
+        shards = {
+            Path(p).stem for p in glob.glob(str(Path(storage.path_for_shard("x")).parent / "*.db"))
+        }
+        assert shards.isdisjoint(pruned) and by_role["a4"] in shards
+        logs = Path(instance.compute_log_manager._base_dir)  # type: ignore[attr-defined]
+        assert {d.name for d in logs.iterdir()}.isdisjoint(pruned)
         assert instance.all_logs(by_role["a1"]) == []
         latest_b = instance.get_latest_materialization_event(b.key)
         latest_a = instance.get_latest_materialization_event(a.key)
         assert latest_b is not None and latest_b.run_id == by_role["b"]
         assert latest_a is not None and latest_a.run_id == by_role["a4"]
-        storage = instance.event_log_storage
         latest_check = storage.get_latest_asset_check_execution_by_key(checks)[checks[0]]
         assert latest_check.run_id == by_role["a+check"]
 

@@ -64,4 +64,11 @@ def test_the_soak_runs_on_the_lake_server_and_ends_matching_the_source(
     assert written[3]["runs"] - written[1]["runs"] >= 2
     assert written[3]["timeline_files"] > written[1]["timeline_files"]
     assert figures["Dagster instance per run"].value > 0
+    # At the end, dagster_runs_prune's rules on the soak's instance: the older runs go, the
+    # lake's checkpoint (its latest materialization) stays, and the instance is smaller.
+    pruned = figures["runs pruned (dagster_runs_prune's rules)"]
+    assert pruned.value >= 2 and "keeping the newest 2" in pruned.note
+    after = figures["Dagster instance after the prune"]
+    assert after.note.endswith("checkpoint kept")
+    assert 0 < after.value < float(after.note.split(" MB before")[0])
     assert report.sections and report.sections[0].count("\n| ") == len(written) + 1
