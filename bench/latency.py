@@ -45,19 +45,16 @@ import psycopg2
 from confluent_kafka import Consumer, TopicPartition
 
 from bench.harness import Figure, materialize
+from bench.pipeline import BenchPipeline
 from bench.refresh_lake import new_commit
 from cdc_lake.defs.lake.assets import cdc_events_hudi
-from cdc_lake.defs.lake.sensors import SENSOR_RESOURCES, raw_cdc_files_sensor
-from cdc_lake.defs.raw.assets import raw_cdc_files
-from cdc_lake.defs.source.assets import cdc_events_outbox
-from cdc_lake.defs.streaming.assets import cdc_events_topic
+from cdc_lake.defs.lake.sensors import raw_cdc_files_sensor
 from cdc_lake.defs.unchanged import lake_checkpoint
 from cdc_lake.lake.checkpoint import Checkpoint, pending
 from cdc_lake.raw.objects import RawLayout
 from cdc_lake.resources.local import local_resources
 from cdc_lake.source.workload import Change, Workload
 from cdc_lake.stack import LocalStack
-from cdc_lake.stack.services import Postgres
 from cdc_lake.stack.settings import local_secret_env
 from cdc_lake.streaming.topics import end_offsets
 
@@ -195,8 +192,7 @@ class _Lane:
         )
         self.s3 = stack.service("s3").client()  # type: ignore[attr-defined]
         self.layout = RawLayout(self.cdc.raw_prefix, self.cdc.topic)
-        self.sensor_resources = {k: self.resources[k] for k in SENSOR_RESOURCES}
-        self.cursor: str | None = None
+        self.pipeline = BenchPipeline(stack, self.database, self.resources, self.instance)
         self.changes: list[Change] = []
         self.events: dict[int, list[_Event]] = {}  # order_id -> its events in the lake
         self.run_seconds: list[float] = []
@@ -210,27 +206,12 @@ class _Lane:
         )
 
     def setup(self) -> None:
-        pg = self.stack.service("postgres")
-        assert isinstance(pg, Postgres)
-        pg.create_database(self.database)
         self.say(f"latency [{self.profile.name}]: outbox, topic and raw files ({self.describe()})")
-        assert materialize(
-            [cdc_events_outbox, cdc_events_topic, raw_cdc_files],
-            resources=self.resources,
-            instance=self.instance,
-        ).success
         # The snapshot, before any clock starts (and the first Hudi write in this JVM).
-        self._materialize()
-        first = raw_cdc_files_sensor(self._sensor_context())
-        self.cursor = first.cursor if isinstance(first, dg.SensorResult) else self.cursor
+        self.pipeline.setup(self._materialize)
 
     def close(self) -> None:
         self.instance.dispose()
-
-    def _sensor_context(self) -> dg.SensorEvaluationContext:
-        return dg.build_sensor_context(
-            instance=self.instance, cursor=self.cursor, resources=self.sensor_resources
-        )
 
     def _materialize(self) -> dg.ExecuteInProcessResult:
         result = materialize([cdc_events_hudi], resources=self.resources, instance=self.instance)
@@ -269,15 +250,6 @@ class _Lane:
         ]
         return max(found, key=lambda e: (e.ts_ms, -e.done_at)) if found else None
 
-    def _caught_up(self) -> bool:
-        """Whether the lake's checkpoint has every record of the topic."""
-        stored = lake_checkpoint(self.instance)
-        if not stored:
-            return False
-        cp = Checkpoint.from_json(stored)
-        ends = end_offsets(self.resources["kafka"].client_conf(), self.cdc.topic)
-        return all(cp.offset(p) >= end - 1 for p, end in ends.items())
-
     def round(self, duration_s: float, rate: float, seed: int) -> None:
         """``duration_s`` of workload, then ticks until each of its changes is in the lake."""
         s = self.stack.settings
@@ -307,9 +279,7 @@ class _Lane:
         while True:
             tick_at = origin + k * self.period
             time.sleep(max(0.0, tick_at - time.time()))
-            result = raw_cdc_files_sensor(self._sensor_context())
-            if isinstance(result, dg.SensorResult) and result.run_requests:
-                self.cursor = result.cursor
+            if self.pipeline.tick():
                 before = lake_checkpoint(self.instance)
                 outcome = self._materialize()
                 done = time.time()
@@ -328,7 +298,7 @@ class _Lane:
                 break
             # A change no event matches (should not happen) must not hold the round up: stop
             # once the lake has every record Debezium published since the workload ended.
-            if ended and time.time() > ended[0] + 15 and self._caught_up():
+            if ended and time.time() > ended[0] + 15 and self.pipeline.caught_up():
                 self.say(f"latency [{self.profile.name}]: caught up; some changes not traced")
                 break
             if ended and time.time() > ended[0] + drain_s:

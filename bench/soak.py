@@ -43,17 +43,13 @@ import psycopg2
 
 from bench.harness import Figure, materialize
 from bench.latency import tick_period
+from bench.pipeline import BenchPipeline
 from bench.refresh_lake import ASSETS
 from cdc_lake.defs.keys import HUDI_KEY, ORDER_ITEMS_KEY, OUTBOX_KEYS
 from cdc_lake.defs.lake.checks import lake_checks
 from cdc_lake.defs.lake.jobs import hudi_op
-from cdc_lake.defs.lake.sensors import SENSOR_RESOURCES, raw_cdc_files_sensor
-from cdc_lake.defs.raw.assets import raw_cdc_files
-from cdc_lake.defs.source.assets import cdc_events_outbox
-from cdc_lake.defs.streaming.assets import cdc_events_topic
 from cdc_lake.defs.unchanged import lake_checkpoint
 from cdc_lake.instance import prepare_home
-from cdc_lake.lake.checkpoint import Checkpoint
 from cdc_lake.resources.local import local_resources
 from cdc_lake.run_retention import prune_runs
 from cdc_lake.source.captured import RESCAN_CHECK
@@ -61,7 +57,7 @@ from cdc_lake.source.workload import Workload
 from cdc_lake.spark_apps.params import UpsertReport
 from cdc_lake.stack import LocalStack
 from cdc_lake.stack.process import rss_mb
-from cdc_lake.stack.services import LakeServer, Postgres
+from cdc_lake.stack.services import LakeServer
 from cdc_lake.stack.settings import local_secret_env
 from cdc_lake.streaming.topics import committed_offsets, end_offsets
 
@@ -146,9 +142,8 @@ class Soak:
         self.home = prepare_home(home, workspace=False)
         self.instance = dg.DagsterInstance.from_config(str(self.home))
         self.s3 = stack.service("s3").client()  # type: ignore[attr-defined]
-        self.sensor_resources = {k: self.resources[k] for k in SENSOR_RESOURCES}
+        self.pipeline = BenchPipeline(stack, self.database, self.resources, self.instance)
         self.assets = [*ASSETS, *lake_checks(OUTBOX_KEYS)]
-        self.cursor: str | None = None
         self.commits = 0
         self.window: dict[str, list[float]] = {"hudi": [], "items": [], "run": []}
         self.samples: list[Sample] = []
@@ -162,28 +157,13 @@ class Soak:
 
     # --- pipeline ----------------------------------------------------------------------------
     def setup(self) -> None:
-        pg = self.stack.service("postgres")
-        assert isinstance(pg, Postgres)
-        pg.create_database(self.database)
         self.say(f"{NAME}: outbox, topic and raw files (flush {self.cdc.flush_interval_ms} ms)")
-        assert materialize(
-            [cdc_events_outbox, cdc_events_topic, raw_cdc_files],
-            resources=self.resources,
-            instance=self.instance,
-        ).success
-        self._refresh()  # the snapshot: the table's first commit, not counted
-        first = raw_cdc_files_sensor(self._sensor_context())
-        self.cursor = first.cursor if isinstance(first, dg.SensorResult) else self.cursor
+        self.pipeline.setup(self._refresh)  # the snapshot: the table's first commit, not counted
         self.window = {k: [] for k in self.window}
 
     def close(self) -> None:
         self.stop_workload()
         self.instance.dispose()
-
-    def _sensor_context(self) -> dg.SensorEvaluationContext:
-        return dg.build_sensor_context(
-            instance=self.instance, cursor=self.cursor, resources=self.sensor_resources
-        )
 
     def _refresh(self) -> bool:
         """One ``lake_refresh`` run; whether it made a commit. Its step times go to the window."""
@@ -251,7 +231,7 @@ class Soak:
         next_tick = start + self.period
         while self.commits < commits and time.monotonic() - start < max_minutes * 60:
             time.sleep(max(0.0, next_tick - time.monotonic()))
-            if self._tick() and self._refresh():
+            if self.pipeline.tick() and self._refresh():
                 self.commits += 1
                 if self.commits % sample_every == 0:
                     self.sample()
@@ -262,22 +242,15 @@ class Soak:
         if self.samples[-1].commits != self.commits:
             self.sample()
 
-    def _tick(self) -> bool:
-        result = raw_cdc_files_sensor(self._sensor_context())
-        if isinstance(result, dg.SensorResult) and result.run_requests:
-            self.cursor = result.cursor
-            return True
-        return False
-
     def catch_up(self, timeout_s: float = 300) -> bool:
         """With the workload stopped: refresh until the lake has every record of the topic,
         then once more; whether that run's ``matches_source`` passed."""
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
-            if self._caught_up():
+            if self.pipeline.caught_up():
                 break
             time.sleep(self.period)
-            if self._tick():
+            if self.pipeline.tick():
                 self.commits += self._refresh()
         failed_before = self.failed_checks.get("matches_source", 0)
         result = materialize(self.assets, resources=self.resources, instance=self.instance)
@@ -289,14 +262,6 @@ class Soak:
         return bool(matched and all(matched)) and failed_before == self.failed_checks.get(
             "matches_source", 0
         )
-
-    def _caught_up(self) -> bool:
-        stored = lake_checkpoint(self.instance)
-        if not stored:
-            return False
-        cp = Checkpoint.from_json(stored)
-        ends = end_offsets(self.resources["kafka"].client_conf(), self.cdc.topic)
-        return all(cp.offset(p) >= end - 1 for p, end in ends.items())
 
     def prune(self, keep_newest: int) -> list[Figure]:
         """``dagster_runs_prune``'s rules on the soak's instance, every finished run old enough:
