@@ -195,3 +195,26 @@ def test_a_spark_job_is_quiet_and_leaves_nothing_in_the_working_directory(
     # The SQL warehouse (where CREATE DATABASE went) is in the state directory.
     assert list(tmp_path.iterdir()) == []
     assert (s.state_dir / "spark-warehouse" / "quiet_job.db").is_dir()
+
+
+def test_a_long_lived_session_keeps_a_bounded_history_of_its_work(spark):
+    """The lake server runs thousands of commits on one session: Spark's status store keeps no
+    more SQL executions and jobs than ``RETAINED`` says, however many ran (the soak benchmark
+    measured ~250 MB of heap at Spark's defaults)."""
+    from cdc_lake.stack.spark import RETAINED
+
+    executions = int(RETAINED["spark.sql.ui.retainedExecutions"])
+    jobs = int(RETAINED["spark.ui.retainedJobs"])
+    for conf, value in RETAINED.items():
+        assert spark.sparkContext.getConf().get(conf) == value
+    for i in range(max(executions, jobs) + 20):
+        spark.range(i + 1).selectExpr("sum(id)").collect()  # one SQL execution, one job
+    store = spark._jsparkSession.sharedState().statusStore()
+    app = spark.sparkContext._jsc.sc().statusStore()
+    deadline = time.monotonic() + 30
+    counts = (store.executionsCount(), app.jobsList(None).size())
+    while counts[0] > executions or counts[1] > jobs:  # trimmed on a thread of its own
+        assert time.monotonic() < deadline, counts
+        time.sleep(0.5)
+        counts = (store.executionsCount(), app.jobsList(None).size())
+    assert 0 < counts[0] <= executions and 0 < counts[1] <= jobs, counts
