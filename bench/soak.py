@@ -19,8 +19,10 @@ Every ``sample_every`` commits (and once before the first), one ``Sample``:
 - the WAL the replication slot retains, and the S3 sink's consumer lag.
 
 At the end the workload stops, the lake catches up, and one more run's ``matches_source`` must
-pass. A growth goal compares the last sample with the one at a tenth of the run (commit 200 of
-2,000): warm-up is over by then, and the load is reported with each sample.
+pass; then ``dagster_runs_prune``'s rules prune the instance (the runs deleted, the seconds, the
+size before and after, and whether the lake's checkpoint stayed). A growth goal compares the
+last sample with the one at a tenth of the run (commit 200 of 2,000): warm-up is over by then,
+and the load is reported with each sample.
 
     python -m bench --only soak --soak-commits 2000 --soak-sample-every 100
 """
