@@ -247,6 +247,7 @@ class Soak:
     def catch_up(self, timeout_s: float = 300) -> bool:
         """With the workload stopped: refresh until the lake has every record of the topic,
         then once more; whether that run's ``matches_source`` passed."""
+        failed_before = self.failed_checks.get("matches_source", 0)
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             if self.pipeline.caught_up():
@@ -254,7 +255,6 @@ class Soak:
             time.sleep(self.period)
             if self.pipeline.tick():
                 self.commits += self._refresh()
-        failed_before = self.failed_checks.get("matches_source", 0)
         result = materialize(self.assets, resources=self.resources, instance=self.instance)
         matched = [
             ev.passed

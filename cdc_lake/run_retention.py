@@ -16,9 +16,11 @@ A run is pruned only if all of these hold:
 
 Pruning a run deletes it with its event log (``DagsterInstance.delete_run``). On the SQLite
 storage of a local instance that leaves the run's own event-log file behind, emptied, and its
-captured stdout and stderr: both are removed too, so pruning bounds the disk and not only the
-rows (the shared index keeps its size and reuses its freed pages). It is idempotent, and a
-failure part-way leaves the runs not yet deleted as they were.
+captured stdout and stderr: both are removed too. What stays is small: the shared index keeps
+its size (it reuses the freed pages), and Dagster leaves each run's check executions in it
+(a row per check, with its evaluation). It is idempotent, and a failure part-way leaves the
+runs not yet deleted as they were. Another process that read a run's events before it was
+pruned (the webserver) fails to read them again, rather than finding none.
 """
 
 from __future__ import annotations
@@ -28,6 +30,9 @@ from collections.abc import Iterable
 from pathlib import Path
 
 import dagster as dg
+from dagster._core.storage.asset_check_execution_record import (
+    COMPLETED_ASSET_CHECK_EXECUTION_RECORD_STATUSES,
+)
 from dagster._core.storage.event_log import SqliteEventLogStorage
 from dagster._core.storage.local_compute_log_manager import LocalComputeLogManager
 
@@ -43,10 +48,18 @@ def runs_holding_state(
     for key in instance.get_asset_keys():
         for fetch in (instance.fetch_materializations, instance.fetch_observations):
             held.update(r.run_id for r in fetch(key, limit=1).records)
+    storage = instance.event_log_storage
     checks = list(check_keys)
     if checks:
-        latest = instance.event_log_storage.get_latest_asset_check_execution_by_key(checks)
+        # The latest execution may be one a failed run only planned: keep the run of the latest
+        # completed evaluation too, the one a carried result reads.
+        latest = storage.get_latest_asset_check_execution_by_key(checks)
         held.update(r.run_id for r in latest.values())
+        for key in checks:
+            done = storage.get_asset_check_execution_history(
+                key, limit=1, status=COMPLETED_ASSET_CHECK_EXECUTION_RECORD_STATUSES
+            )
+            held.update(r.run_id for r in done)
     return held
 
 
@@ -56,14 +69,17 @@ def prunable_runs(
     keep_newest: int,
     check_keys: Iterable[dg.AssetCheckKey] = (),
 ) -> list[str]:
-    """The ids of the runs the rules above allow to prune, oldest first."""
+    """The ids of the runs the rules above allow to prune, oldest first. ``before``: an aware
+    time (a naive one is taken as local time)."""
+    records = instance.get_run_records(
+        filters=dg.RunsFilter(statuses=FINISHED, created_before=before.astimezone(dt.UTC)),
+        ascending=True,
+    )
+    # After the candidates: a run that finished in between holds no state it would lose.
     newest = {
         r.dagster_run.run_id for r in instance.get_run_records(limit=keep_newest)
     } if keep_newest > 0 else set()  # fmt: skip
     held = runs_holding_state(instance, check_keys)
-    records = instance.get_run_records(
-        filters=dg.RunsFilter(statuses=FINISHED, created_before=before), ascending=True
-    )
     return [
         r.dagster_run.run_id
         for r in records

@@ -9,6 +9,10 @@ import glob
 from pathlib import Path
 
 import dagster as dg
+from dagster._core.storage.asset_check_execution_record import (
+    COMPLETED_ASSET_CHECK_EXECUTION_RECORD_STATUSES,
+    AssetCheckExecutionRecordStatus,
+)
 from dagster._core.storage.event_log import SqliteEventLogStorage
 
 from cdc_lake.run_retention import prunable_runs, prune_runs
@@ -52,10 +56,12 @@ def _run(instance: dg.DagsterInstance, assets: list, ok: bool = True) -> str:
 
 def _history(instance: dg.DagsterInstance) -> dict[str, str]:
     """run id -> its role in the scenario below"""
-    names = ["b", "a1", "a2", "a3", "a+check", "a4", "failed"]
+    names = ["b", "a1", "a2", "a3", "a+check", "check planned", "a4", "failed"]
     runs = [_run(instance, [b])]
     runs += [_run(instance, [a]) for _ in range(3)]
-    runs.append(_run(instance, [a, a_positive]))  # the check's latest evaluation
+    runs.append(_run(instance, [a, a_positive]))  # the check's latest completed evaluation
+    # The check's latest execution: planned by a run that failed before evaluating it.
+    runs.append(_run(instance, [a_failing, a_positive], ok=False))
     runs.append(_run(instance, [a]))  # a's latest materialization
     runs.append(_run(instance, [a_failing], ok=False))  # finished, but failed
     return dict(zip(runs, names, strict=True))
@@ -75,11 +81,13 @@ def test_old_finished_runs_go_and_the_runs_holding_state_stay():
         assert prunable_runs(instance, a2.create_timestamp, 1, checks) == [by_role["a1"]]
 
         # The newest two runs ("failed", then the waiting one) are kept; "b" holds b's only
-        # materialization, "a4" a's latest, and "a+check" the check's latest evaluation.
+        # materialization, "a4" a's latest, "a+check" the check's latest evaluation, and
+        # "check planned" its latest execution, which never completed.
         pruned = prune_runs(instance, future, keep_newest=2, check_keys=checks)
         assert [roles[r] for r in pruned] == ["a1", "a2", "a3"]
         left = {r.run_id for r in instance.get_runs()}
-        assert left == {by_role[n] for n in ("b", "a+check", "a4", "failed")} | {waiting}
+        kept = ("b", "a+check", "check planned", "a4", "failed")
+        assert left == {by_role[n] for n in kept} | {waiting}
         # Their event logs went with them, files included; the state the pipeline reads is
         # still there.
         storage = instance.event_log_storage
@@ -96,7 +104,12 @@ def test_old_finished_runs_go_and_the_runs_holding_state_stay():
         assert latest_b is not None and latest_b.run_id == by_role["b"]
         assert latest_a is not None and latest_a.run_id == by_role["a4"]
         latest_check = storage.get_latest_asset_check_execution_by_key(checks)[checks[0]]
-        assert latest_check.run_id == by_role["a+check"]
+        assert latest_check.run_id == by_role["check planned"]
+        assert latest_check.status == AssetCheckExecutionRecordStatus.PLANNED
+        done = storage.get_asset_check_execution_history(
+            checks[0], limit=1, status=COMPLETED_ASSET_CHECK_EXECUTION_RECORD_STATUSES
+        )
+        assert [r.run_id for r in done] == [by_role["a+check"]]
 
         # Idempotent; and without the newest-runs guard the failed run goes too, never the
         # waiting one.

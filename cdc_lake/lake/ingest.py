@@ -127,8 +127,9 @@ class IngestResult:
     list_requests: int = 0
     seconds: float = 0.0
     schema: LakeSchema | None = None  # the lake's columns after this run
-    # Stored live rows given the missing value of a column added with a default; the names of
-    # the columns the stored rows got in this commit (a column added without one: as null).
+    # Stored live rows given the missing value of a column added with a default, and the names
+    # of the columns they got; in a commit of the schema alone, also the columns added without
+    # one (every stored row reads them as null).
     backfilled: int = 0
     backfilled_columns: tuple[str, ...] = ()
     # Rows of the commit's change set (cdc_lake/lake/change_sets.py); None: it has none, and
@@ -488,7 +489,8 @@ def _commit_backfill(
         if result.events_upserted:
             rows = O.with_delete_marker(filled, table.delete_mode)
             _write(spark, rows, table, checkpoint, schema, result)
-            result.backfilled_columns = tuple(c.name for c in (backfill or untaken))
+            # Both kinds may come in one ALTER: each column once, in the table's order.
+            result.backfilled_columns = tuple(dict.fromkeys(c.name for c in (*backfill, *untaken)))
     finally:
         filled.unpersist()
 

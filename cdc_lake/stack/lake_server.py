@@ -184,7 +184,10 @@ class _Handler(BaseHTTPRequestHandler):
             return
         s = self.lake
         if self.path == "/memory":
-            return self._reply(200, s.memory())
+            try:
+                return self._reply(200, s.memory())
+            except Exception:  # the JVM no longer answers, as /health says with 503
+                return self._reply(503)
         if self.path != "/health":
             return self._reply(404)
         try:

@@ -55,7 +55,9 @@ def test_the_soak_runs_on_the_lake_server_and_ends_matching_the_source(
     written = [json.loads(line) for line in samples_file.read_text().splitlines()]
     assert [s["commits"] for s in written][:4] == [0, 1, 2, 3] and len(written) == 5
     for s in written[1:]:
-        assert s["hudi_s"] > 0 and s["items_s"] > 0 and s["server_rss_mb"] > 100
+        if s is not written[-1]:  # catch-up may need no commit: no step time to report
+            assert s["hudi_s"] > 0 and s["items_s"] > 0
+        assert s["server_rss_mb"] > 100
         assert s["heap_mb"] > 0 and s["jvm_threads"] > 1
         assert all(s["threads"][n] > 0 and s["fds"][n] > 0 for n in SERVERS)
         assert s["timeline_files"] > 0 and s["metadata_files"] > 0 and s["data_files"] > 0

@@ -149,6 +149,16 @@ def test_a_column_added_with_a_default_reaches_every_row_stored_before(
     assert plain.schema.version == quiet.schema.version + 1
     again = ingest_new_files(spark, lake.client, lake.source, table, source_columns=source)
     assert again.committed is None
+    # Both kinds in one ALTER, still no new line: every stored row gets the default, and both
+    # columns are named once.
+    source += [
+        SourceColumn("level", "text", True, 26, "one"),
+        SourceColumn("memo2", "text", True, 27),
+    ]
+    both = ingest_new_files(spark, lake.client, lake.source, table, source_columns=source)
+    assert both.backfilled == 5 and both.backfilled_columns == ("level", "memo2")
+    rows = read_table(spark, table.base_path).collect()
+    assert {(r["level"], r["memo2"]) for r in rows} == {("one", None)}
 
 
 def previous_ordering(spark: SparkSession, table, order_id: int) -> int:
