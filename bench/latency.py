@@ -192,7 +192,7 @@ class _Lane:
         )
         self.s3 = stack.service("s3").client()  # type: ignore[attr-defined]
         self.layout = RawLayout(self.cdc.raw_prefix, self.cdc.topic)
-        self.pipeline = BenchPipeline(stack, self.database, self.resources, self.instance)
+        self.pipeline = BenchPipeline(stack, self.resources, self.instance)
         self.changes: list[Change] = []
         self.events: dict[int, list[_Event]] = {}  # order_id -> its events in the lake
         self.run_seconds: list[float] = []

@@ -24,15 +24,9 @@ from cdc_lake.streaming.topics import end_offsets
 
 class BenchPipeline:
     def __init__(
-        self,
-        stack: LocalStack,
-        database: str,
-        resources: dict[str, Any],
-        instance: dg.DagsterInstance,
+        self, stack: LocalStack, resources: dict[str, Any], instance: dg.DagsterInstance
     ) -> None:
-        self.stack, self.database, self.resources, self.instance = (
-            stack, database, resources, instance,
-        )  # fmt: skip
+        self.stack, self.resources, self.instance = stack, resources, instance
         self.cdc = resources["cdc"]
         self.sensor_resources = {k: resources[k] for k in SENSOR_RESOURCES}
         self.cursor: str | None = None
@@ -42,7 +36,7 @@ class BenchPipeline:
         refresh), and the sensor's cursor past what it took."""
         pg = self.stack.service("postgres")
         assert isinstance(pg, Postgres)
-        pg.create_database(self.database)
+        pg.create_database(self.resources["postgres"].database)
         assert materialize(
             [cdc_events_outbox, cdc_events_topic, raw_cdc_files],
             resources=self.resources,

@@ -41,7 +41,6 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import dagster as dg
-import psycopg2
 
 from bench.harness import Figure, materialize
 from bench.latency import tick_period
@@ -52,16 +51,18 @@ from cdc_lake.defs.lake.checks import lake_checks
 from cdc_lake.defs.lake.jobs import hudi_op
 from cdc_lake.defs.unchanged import lake_checkpoint
 from cdc_lake.instance import prepare_home
+from cdc_lake.lake.timeline import timeline_prefix
 from cdc_lake.resources.local import local_resources
 from cdc_lake.run_retention import prune_runs
 from cdc_lake.source.captured import RESCAN_CHECK
+from cdc_lake.source.preflight import slot_lag
 from cdc_lake.source.workload import Workload
 from cdc_lake.spark_apps.params import UpsertReport
 from cdc_lake.stack import LocalStack
 from cdc_lake.stack.process import rss_mb
 from cdc_lake.stack.services import LakeServer
 from cdc_lake.stack.settings import local_secret_env
-from cdc_lake.streaming.topics import committed_offsets, end_offsets
+from cdc_lake.streaming.topics import consumer_lag
 
 NAME = "soak"
 GROWTH_GOAL = 1.10  # a figure at the end within 10% of the same figure at a tenth of the run
@@ -144,7 +145,7 @@ class Soak:
         self.home = prepare_home(home, workspace=False)
         self.instance = dg.DagsterInstance.from_config(str(self.home))
         self.s3 = stack.service("s3").client()  # type: ignore[attr-defined]
-        self.pipeline = BenchPipeline(stack, self.database, self.resources, self.instance)
+        self.pipeline = BenchPipeline(stack, self.resources, self.instance)
         self.assets = [*ASSETS, *lake_checks(OUTBOX_KEYS)]
         self.commits = 0
         self.window: dict[str, list[float]] = {"hudi": [], "items": [], "run": []}
@@ -200,10 +201,10 @@ class Soak:
 
     # --- workload ----------------------------------------------------------------------------
     def start_workload(self) -> None:
-        dsn = self.stack.settings.pg_dsn(database=self.database)
+        postgres = self.resources["postgres"]
 
         def loop() -> None:
-            conn = psycopg2.connect(dsn)
+            conn = postgres.connect()
             try:
                 work, start, i = Workload(conn, seed=self.seed), time.monotonic(), 0
                 while not self._stop.is_set():
@@ -303,14 +304,15 @@ class Soak:
     def _hoodie_files(self) -> tuple[int, int, int, int]:
         lake = self.resources["lake"]
         prefix = lake.table_prefix.strip("/") + "/"
+        timeline = timeline_prefix(lake.table_prefix)[len(prefix) :]  # ".hoodie/timeline/"
         counts = {"timeline": 0, "history": 0, "metadata": 0, "data": 0}
         pages = self.s3.get_paginator("list_objects_v2")
         for page in pages.paginate(Bucket=lake.lake_bucket, Prefix=prefix):
             for obj in page.get("Contents", []):
                 rel = obj["Key"][len(prefix) :]
-                if rel.startswith(".hoodie/timeline/history/"):
+                if rel.startswith(f"{timeline}history/"):
                     counts["history"] += 1
-                elif rel.startswith(".hoodie/timeline/"):
+                elif rel.startswith(timeline):
                     counts["timeline"] += 1
                 elif rel.startswith(".hoodie/metadata/"):
                     counts["metadata"] += 1
@@ -319,22 +321,18 @@ class Soak:
         return counts["timeline"], counts["history"], counts["metadata"], counts["data"]
 
     def _wal_and_lag(self) -> tuple[float, int]:
-        conn = psycopg2.connect(self.stack.settings.pg_dsn(database=self.database))
+        """The WAL the slot retains (MB) and the records the S3 sink has not committed: what the
+        ``replication_slot_lag`` and ``sink_consumer_lag`` checks read."""
+        conn = self.resources["postgres"].connect()
         try:
-            with conn.cursor() as cur:
-                cur.execute(
-                    "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn) "
-                    "FROM pg_replication_slots WHERE slot_name = %s",
-                    (self.cdc.slot_name,),
-                )
-                row = cur.fetchone()
+            lag = slot_lag(conn, self.cdc.slot_name)
         finally:
             conn.close()
-        conf = self.resources["kafka"].client_conf()
-        ends = end_offsets(conf, self.cdc.topic)
-        done = committed_offsets(conf, self.cdc.sink_consumer_group, self.cdc.topic, list(ends))
-        lag = sum(max(0, e - done.get(p, 0)) for p, e in ends.items())
-        return (float(row[0]) / 1e6 if row and row[0] is not None else math.nan), lag
+        behind = consumer_lag(
+            self.resources["kafka"].client_conf(), self.cdc.sink_consumer_group, self.cdc.topic
+        )
+        wal = lag.restart_lag_bytes if lag is not None else None
+        return (wal / 1e6 if wal is not None else math.nan), sum(behind.values())
 
     def sample(self) -> Sample:
         server = self.stack.service("lake_server")
