@@ -140,6 +140,9 @@ class Soak:
             flush_interval_ms=flush_interval_ms,
         )
         self.cdc = self.resources["cdc"]
+        # Its EnvVar password resolved, as Dagster does for a run: the workload and the samples
+        # connect outside one.
+        self.postgres = self.resources["postgres"].process_config_and_initialize()
         self.period = tick_period(sensor_interval_s)
         home = Path(s.state_dir) / f"bench-{NAME}" / "dagster_home"
         self.home = prepare_home(home, workspace=False)
@@ -156,6 +159,7 @@ class Soak:
         self.t0 = time.monotonic()
         self._stop = threading.Event()
         self._worker: threading.Thread | None = None
+        self._worker_error: BaseException | None = None  # the workload's failure, raised by run
         self.changes = 0
 
     # --- pipeline ----------------------------------------------------------------------------
@@ -165,6 +169,7 @@ class Soak:
         self.window = {k: [] for k in self.window}
 
     def close(self) -> None:
+        self._worker_error = None  # already raised by run, or nothing to raise
         self.stop_workload()
         self.instance.dispose()
 
@@ -201,19 +206,22 @@ class Soak:
 
     # --- workload ----------------------------------------------------------------------------
     def start_workload(self) -> None:
-        postgres = self.resources["postgres"]
+        postgres = self.postgres
 
         def loop() -> None:
-            conn = postgres.connect()
             try:
-                work, start, i = Workload(conn, seed=self.seed), time.monotonic(), 0
-                while not self._stop.is_set():
-                    if work.step():
-                        self.changes += 1
-                    i += 1
-                    self._stop.wait(max(0.0, start + i / self.rate - time.monotonic()))
-            finally:
-                conn.close()
+                conn = postgres.connect()
+                try:
+                    work, start, i = Workload(conn, seed=self.seed), time.monotonic(), 0
+                    while not self._stop.is_set():
+                        if work.step():
+                            self.changes += 1
+                        i += 1
+                        self._stop.wait(max(0.0, start + i / self.rate - time.monotonic()))
+                finally:
+                    conn.close()
+            except BaseException as e:  # a soak without its workload would measure nothing
+                self._worker_error = e
 
         self._worker = threading.Thread(target=loop, name=f"{NAME}-workload", daemon=True)
         self._worker.start()
@@ -223,6 +231,13 @@ class Soak:
         if self._worker is not None:
             self._worker.join(timeout=60)
             self._worker = None
+        self._raise_workload_error()
+
+    def _raise_workload_error(self) -> None:
+        if self._worker_error is not None:
+            raise RuntimeError(
+                f"the soak's workload failed after {self.changes} changes: {self._worker_error}"
+            ) from self._worker_error
 
     # --- the soak ----------------------------------------------------------------------------
     def run(self, commits: int, sample_every: int, max_minutes: float = math.inf) -> None:
@@ -233,6 +248,7 @@ class Soak:
         start = time.monotonic()
         next_tick = start + self.period
         while self.commits < commits and time.monotonic() - start < max_minutes * 60:
+            self._raise_workload_error()
             time.sleep(max(0.0, next_tick - time.monotonic()))
             if self.pipeline.tick() and self._refresh():
                 self.commits += 1
@@ -323,7 +339,7 @@ class Soak:
     def _wal_and_lag(self) -> tuple[float, int]:
         """The WAL the slot retains (MB) and the records the S3 sink has not committed: what the
         ``replication_slot_lag`` and ``sink_consumer_lag`` checks read."""
-        conn = self.resources["postgres"].connect()
+        conn = self.postgres.connect()
         try:
             lag = slot_lag(conn, self.cdc.slot_name)
         finally:
