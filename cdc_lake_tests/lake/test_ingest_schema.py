@@ -4,6 +4,7 @@ a change the lake cannot take (``cdc_lake/lake/ingest.py``, "Schema")."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import socket
 
@@ -65,12 +66,17 @@ def test_a_batch_mixing_old_and_new_schema_lands_whole(spark: SparkSession, lake
     assert followed.digest["digest"] == rescan.digest["digest"]
 
 
+@pytest.mark.parametrize(
+    ("table_type", "delete_mode"), [("COPY_ON_WRITE", "hard"), ("MERGE_ON_READ", "soft")]
+)
 def test_a_column_added_with_a_default_reaches_every_row_stored_before(
-    spark: SparkSession, lake: SyntheticLake
+    spark: SparkSession, lake: SyntheticLake, table_type: str, delete_mode: str
 ):
     """ADD COLUMN ... DEFAULT: PostgreSQL reads the default for every row stored before and
-    sends no change for them; the lake gives it to its stored rows and to lines without it."""
-    table = lake.table()
+    sends no change for them; the lake gives it to its stored live rows and to lines without
+    it. On both table types (MERGE_ON_READ rewrites them into log files) and delete modes (a
+    soft-deleted row is stored, not live: it is left as it was deleted)."""
+    table = dataclasses.replace(lake.table(), table_type=table_type, delete_mode=delete_mode)
     lake.put([event(1, 100, 1), event(2, 100, 2), event(3, 100, 3)])
     ingest_new_files(spark, lake.client, lake.source, table)
     previous = evaluate(spark, table, None)
@@ -159,6 +165,22 @@ def test_a_column_added_with_a_default_reaches_every_row_stored_before(
     assert both.backfilled == 5 and both.backfilled_columns == ("level", "memo2")
     rows = read_table(spark, table.base_path).collect()
     assert {(r["level"], r["memo2"]) for r in rows} == {("one", None)}
+
+    # A delete, then a column with a default: the four live rows get it, the deleted one not.
+    lake.put([event(5, 400, 9, op="d", deleted=True)])
+    gone = ingest_new_files(spark, lake.client, lake.source, table, source_columns=source)
+    assert gone.committed is not None and gone.backfilled == 0
+    source.append(SourceColumn("zone", "text", True, 28, "z"))
+    zoned = ingest_new_files(spark, lake.client, lake.source, table, source_columns=source)
+    assert zoned.backfilled == 4 and zoned.backfilled_columns == ("zone",)
+    rows = {r["order_id"]: r for r in read_table(spark, table.base_path).collect()}
+    assert {o: r["zone"] for o, r in rows.items() if not r["is_deleted"]} == dict.fromkeys(
+        (1, 2, 3, 4), "z"
+    )
+    if delete_mode == "soft":
+        assert rows[5]["is_deleted"] and rows[5]["zone"] is None
+    else:
+        assert 5 not in rows
 
 
 def previous_ordering(spark: SparkSession, table, order_id: int) -> int:
