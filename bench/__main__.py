@@ -119,7 +119,7 @@ def run(
         report.add(*bench_connect_iceberg(stack, say, changes=changes, rate=2.0))
     if "soak" in only:
         # Its runs' Spark apps go to the stack's lake server, the process that soaks.
-        commits, every = (3, 1) if smoke else (soak_commits, soak_sample_every)
+        commits, every = (2, 1) if smoke else (soak_commits, soak_sample_every)
         figures, samples = bench_soak(
             stack, commits, every, soak_rate, say, soak_max_minutes, soak_samples
         )
