@@ -159,7 +159,7 @@ class Soak:
         self.t0 = time.monotonic()
         self._stop = threading.Event()
         self._worker: threading.Thread | None = None
-        self._worker_error: BaseException | None = None  # the workload's failure, raised by run
+        self._worker_error: BaseException | None = None  # the workload's failure: run raises it
         self.changes = 0
 
     # --- pipeline ----------------------------------------------------------------------------
@@ -169,7 +169,6 @@ class Soak:
         self.window = {k: [] for k in self.window}
 
     def close(self) -> None:
-        self._worker_error = None  # already raised by run, or nothing to raise
         self.stop_workload()
         self.instance.dispose()
 
@@ -231,7 +230,6 @@ class Soak:
         if self._worker is not None:
             self._worker.join(timeout=60)
             self._worker = None
-        self._raise_workload_error()
 
     def _raise_workload_error(self) -> None:
         if self._worker_error is not None:
@@ -258,6 +256,7 @@ class Soak:
             now = time.monotonic()
             next_tick += self.period * max(1, math.ceil((now - next_tick) / self.period))
         self.stop_workload()
+        self._raise_workload_error()
         if self.samples[-1].commits != self.commits:
             self.sample()
 
