@@ -63,6 +63,15 @@ NOT_YET = {
 }
 
 
+# The CLI's worker knobs each benchmark takes (keyword arguments of bench_scale, bench_peers).
+SCALE_KNOBS = ("driver_memory", "shuffle_partitions", "parallelism", "variant_options")
+PEERS_KNOBS = ("driver_memory", "shuffle_partitions", "variant_options", "delta_cdf", "large")
+
+
+def knobs_for(names: tuple[str, ...], knobs: dict | None) -> dict:
+    return {k: v for k, v in (knobs or {}).items() if k in names}
+
+
 def run(
     stack: LocalStack,
     only: list[str],
@@ -96,13 +105,11 @@ def run(
         # Each scale runs in a Spark driver of its own (a worker process).
         report.add(
             *bench_scale(stack, client, (2_000,) if smoke else scales, reps, say,
-                         **{k: v for k, v in (scale_knobs or {}).items() if k != "delta_cdf"})
+                         **knobs_for(SCALE_KNOBS, scale_knobs))
         )  # fmt: skip
     if "peers" in only:
         # Like scale, in a worker process: its session loads the Delta and Iceberg jars.
-        knobs = {k: v for k, v in (scale_knobs or {}).items()
-                 if k in ("driver_memory", "shuffle_partitions", "variant_options",
-                          "delta_cdf", "large")}  # fmt: skip
+        knobs = knobs_for(PEERS_KNOBS, scale_knobs)
         report.add(
             *bench_peers(stack, client, (2_000,) if smoke else scales, reps, say,
                          batches=2 if smoke else batches, warm_up=not smoke, **knobs)
@@ -139,7 +146,8 @@ def run(
                 )
             )
         if "index" in only:
-            histories = (500, 2_500) if smoke else (10_000, 1_000_000)
+            # Smoke: one history (its growth ratio is then 1); each history costs 4 commits.
+            histories = (500,) if smoke else (10_000, 1_000_000)
             report.add(
                 *bench_index(
                     spark, client, s.raw_bucket, s.lake_bucket, histories, 2 if smoke else 10,

@@ -10,13 +10,16 @@ Spark driver and each format's first write (no warm-up at this size) are most of
 
 from __future__ import annotations
 
+import inspect
+
 import pytest
 
 from bench import peers_large as PL
-from bench.__main__ import run
+from bench.__main__ import PEERS_KNOBS, SCALE_KNOBS, knobs_for, run
 from bench.harness import rotation
-from bench.peers import SIDE_NAMES, expected_state, variant_table
+from bench.peers import SIDE_NAMES, bench_peers, expected_state, variant_table
 from bench.peers_large import LargeTable
+from bench.scale import bench_scale
 from cdc_lake.stack import LocalStack
 
 
@@ -107,3 +110,15 @@ def test_the_large_table_batches_and_the_generators_answer():
     assert len(want) < large.orders  # some orders ended deleted
     with pytest.raises(ValueError, match="distribution"):
         LargeTable(100, distributions=("zipf",))
+
+
+def test_each_worker_benchmark_takes_the_cli_knobs_named_for_it():
+    """`python -m bench --only scale` passed scale the peers' `large` knob (a TypeError):
+    each benchmark's knob names are arguments of its function, and every name is one of them."""
+    cli = {"driver_memory": "2g", "shuffle_partitions": 4, "parallelism": 2,
+           "variant_options": {}, "delta_cdf": False, "large": None}  # fmt: skip
+    for names, fn in ((SCALE_KNOBS, bench_scale), (PEERS_KNOBS, bench_peers)):
+        knobs = knobs_for(names, cli)
+        assert set(knobs) == set(names)
+        inspect.signature(fn).bind_partial(**knobs)  # raises on a knob it does not take
+    assert set(SCALE_KNOBS) | set(PEERS_KNOBS) == set(cli)
