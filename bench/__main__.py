@@ -185,7 +185,7 @@ def run(
     return report
 
 
-def main(argv: list[str] | None = None) -> int:
+def cli_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     parser.add_argument("--only", action="append", choices=BENCHMARKS)
     parser.add_argument("--smoke", action="store_true", help="tiny sizes, one repetition")
@@ -280,17 +280,37 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port-base", type=int, default=17400)
     parser.add_argument("--json", default="bench/results.json")
     parser.add_argument("--no-docs", action="store_true", help="do not append to docs")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def large_table(args: argparse.Namespace) -> LargeTable | None:
+    if not args.large_table:
+        return None
+    return LargeTable(
+        args.large_table,
+        tuple(int(x) for x in args.change_sizes.split(",")),
+        args.large_batches,
+        tuple(args.distributions.split(",")),
+    )
+
+
+def worker_knobs(args: argparse.Namespace) -> dict:
+    """The CLI's knobs for the worker benchmarks (scale, peers); each takes its own of them."""
+    return {
+        "driver_memory": args.driver_memory,
+        "shuffle_partitions": args.shuffle_partitions,
+        "parallelism": args.hudi_parallelism,
+        "variant_options": dict(v.split("=", 1) for v in args.variant),
+        "delta_cdf": args.delta_cdf,
+        "large": large_table(args),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = cli_parser().parse_args(argv)
     only: list[str] = args.only or [str(b) for b in BENCHMARKS if b not in ON_REQUEST]
     reps = 1 if args.smoke else args.reps
-    large = None
-    if args.large_table:
-        large = LargeTable(
-            args.large_table,
-            tuple(int(x) for x in args.change_sizes.split(",")),
-            args.large_batches,
-            tuple(args.distributions.split(",")),
-        )
+    large = large_table(args)
     # With --large-table alone, peers runs that mode only.
     default_scales = "" if large else "100000,1000000,5000000"
     scales = tuple(int(x) for x in (args.scales or default_scales).split(",") if x)
@@ -320,14 +340,7 @@ def main(argv: list[str] | None = None) -> int:
                 reps,
                 sensor_objects=args.sensor_objects,
                 scales=scales,
-                scale_knobs={
-                    "driver_memory": args.driver_memory,
-                    "shuffle_partitions": args.shuffle_partitions,
-                    "parallelism": args.hudi_parallelism,
-                    "variant_options": dict(v.split("=", 1) for v in args.variant),
-                    "delta_cdf": args.delta_cdf,
-                    "large": large,
-                },
+                scale_knobs=worker_knobs(args),
                 batches=args.batches,
                 latency_profiles=default_profiles(
                     args.tuned_flush_ms,

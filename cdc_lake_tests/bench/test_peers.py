@@ -15,7 +15,7 @@ import inspect
 import pytest
 
 from bench import peers_large as PL
-from bench.__main__ import PEERS_KNOBS, SCALE_KNOBS, knobs_for, run
+from bench.__main__ import PEERS_KNOBS, SCALE_KNOBS, cli_parser, knobs_for, run, worker_knobs
 from bench.harness import rotation
 from bench.peers import SIDE_NAMES, bench_peers, expected_state, variant_table
 from bench.peers_large import LargeTable
@@ -115,8 +115,7 @@ def test_the_large_table_batches_and_the_generators_answer():
 def test_each_worker_benchmark_takes_the_cli_knobs_named_for_it():
     """`python -m bench --only scale` passed scale the peers' `large` knob (a TypeError):
     each benchmark's knob names are arguments of its function, and every name is one of them."""
-    cli = {"driver_memory": "2g", "shuffle_partitions": 4, "parallelism": 2,
-           "variant_options": {}, "delta_cdf": False, "large": None}  # fmt: skip
+    cli = worker_knobs(cli_parser().parse_args(["--large-table", "100000"]))
     for names, fn in ((SCALE_KNOBS, bench_scale), (PEERS_KNOBS, bench_peers)):
         knobs = knobs_for(names, cli)
         assert set(knobs) == set(names)
