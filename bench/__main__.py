@@ -112,7 +112,7 @@ def run(
         knobs = knobs_for(PEERS_KNOBS, scale_knobs)
         report.add(
             *bench_peers(stack, client, (2_000,) if smoke else scales, reps, say,
-                         batches=2 if smoke else batches, warm_up=not smoke, **knobs)
+                         batches=1 if smoke else batches, warm_up=not smoke, **knobs)
         )  # fmt: skip
     if "warm" in only:
         # Fresh run processes of their own, and the stack's lake server.
@@ -138,7 +138,8 @@ def run(
         spark = build_spark_session(s, app_name="cdc-lake-bench")
     try:
         if "incremental" in only:
-            histories = (2, 6) if smoke else (10, 1_000, 10_000)
+            # Smoke: one history (its ratio is then 1); each history costs 2 commits.
+            histories = (2,) if smoke else (10, 1_000, 10_000)
             new = 2 if smoke else 10
             report.add(
                 *bench_incremental(

@@ -23,7 +23,11 @@ from cdc_lake.stack.install import install, jars_installed
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-TEST_PORT_BASE = int(os.environ.get("CDC_LAKE_TEST_PORT_BASE", "16400"))
+# pytest-xdist's workers ("gw0", "gw1", ...) each start a stack of their own, 3,000 ports apart
+# (16400, 19400): room for the test modules' own stacks at offsets 100..900, and clear of the
+# benchmarks' default base (17400).
+_WORKER = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw"))
+TEST_PORT_BASE = int(os.environ.get("CDC_LAKE_TEST_PORT_BASE", "16400")) + 3000 * _WORKER
 
 
 def fresh_state_dir(prefix: str = "cdc-lake-test-") -> Path:
