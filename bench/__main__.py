@@ -108,11 +108,12 @@ def run(
                          **knobs_for(SCALE_KNOBS, scale_knobs))
         )  # fmt: skip
     if "peers" in only:
-        # Like scale, in a worker process: its session loads the Delta and Iceberg jars.
+        # Like scale, in a worker process: its session loads the Delta and Iceberg jars. Smoke:
+        # 2 batches, the least with a change feed to measure (the first one creates the table).
         knobs = knobs_for(PEERS_KNOBS, scale_knobs)
         report.add(
             *bench_peers(stack, client, (2_000,) if smoke else scales, reps, say,
-                         batches=1 if smoke else batches, warm_up=not smoke, **knobs)
+                         batches=2 if smoke else batches, warm_up=not smoke, **knobs)
         )  # fmt: skip
     if "warm" in only:
         # Fresh run processes of their own, and the stack's lake server.

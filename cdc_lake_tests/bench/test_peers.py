@@ -1,4 +1,4 @@
-"""The peer benchmark once at its smoke size (2,000 events, 1 batch, one repetition of each
+"""The peer benchmark once at its smoke size (2,000 events, 2 batches, one repetition of each
 side; A2, the upsert with change sets instead of Hudi's change feed; B2, Delta's MERGE with its
 change data feed on):
 Hudi, Delta MERGE, Iceberg MERGE and the Parquet floor end with the generator's latest change
@@ -64,7 +64,7 @@ def test_peers_end_equal_and_report_every_figure(local_stack: LocalStack):
         assert any(n.startswith("one more batch") and side in n for n in figures), side
     # The change logs: Hudi's feed by default, which logs every row twice, uncompressed; A2's
     # change sets instead, compressed. (B2's table has Delta's feed on, which the worker checks,
-    # but at this size the batch only inserts, and Delta logs only updates and deletes.)
+    # but at this size both batches only insert, and Delta logs only updates and deletes.)
     feed = {x: figures[f"change log size, {SIDE_NAMES[x]}, {label}"].value for x in SIDE_NAMES}
     assert 0 < feed["A2"] < feed["A"], feed
     assert feed["B"] == feed["C"] == feed["D"] == 0, feed
