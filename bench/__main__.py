@@ -312,7 +312,8 @@ def main(argv: list[str] | None = None) -> int:
     args = cli_parser().parse_args(argv)
     only: list[str] = args.only or [str(b) for b in BENCHMARKS if b not in ON_REQUEST]
     reps = 1 if args.smoke else args.reps
-    large = large_table(args)
+    knobs = worker_knobs(args)
+    large = knobs["large"]
     # With --large-table alone, peers runs that mode only.
     default_scales = "" if large else "100000,1000000,5000000"
     scales = tuple(int(x) for x in (args.scales or default_scales).split(",") if x)
@@ -342,7 +343,7 @@ def main(argv: list[str] | None = None) -> int:
                 reps,
                 sensor_objects=args.sensor_objects,
                 scales=scales,
-                scale_knobs=worker_knobs(args),
+                scale_knobs=knobs,
                 batches=args.batches,
                 latency_profiles=default_profiles(
                     args.tuned_flush_ms,
