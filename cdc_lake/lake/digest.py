@@ -38,7 +38,8 @@ Row hash
     - ``json``, the JSON text as stored: PostgreSQL's jsonb output (``col::text``), which is
       what Debezium sends and the lake keeps byte for byte;
     - ``timestamptz``, microseconds since the epoch (UTC), decimal; ``timestamp`` without time
-      zone the same, its wall-clock time read as UTC;
+      zone the same, its wall-clock time read as UTC; ``time`` without time zone, microseconds
+      since midnight (what the lake holds), decimal;
     - ``float4`` and ``float8`` (``real``, ``double precision``; doubles in the lake), the
       IEEE 754 bits of the value as a double, as a signed 64-bit decimal: exact, where decimal
       text would depend on each side's float printing (PostgreSQL's ``float8send``; Java's
@@ -76,7 +77,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from cdc_lake.lake.schema import FLOAT_KINDS, TIMESTAMP_KINDS
+from cdc_lake.lake.schema import FLOAT_KINDS, TIME_KINDS, TIMESTAMP_KINDS
 from cdc_lake.lake.tables import or_declared
 
 if TYPE_CHECKING:
@@ -252,9 +253,10 @@ def _sql_text(name: str, kind: str) -> str:
         return f"btrim({column}::text)"
     if kind == "date":
         return f"({column} - DATE '1970-01-01')::text"
-    if kind in TIMESTAMP_KINDS:
+    if kind in TIMESTAMP_KINDS or kind in TIME_KINDS:
         # extract returns numeric (PostgreSQL 14+): exact to the microsecond. Without a time
-        # zone it counts from 1970-01-01 00:00 as written, which is how Debezium counts.
+        # zone it counts from 1970-01-01 00:00 as written, which is how Debezium counts; a
+        # time's epoch is its seconds since midnight.
         return f"(extract(epoch FROM {column}) * 1000000)::bigint::text"
     if kind in FLOAT_KINDS:
         # float8send sends a NaN's own bits (a computed one may have the sign set); Java

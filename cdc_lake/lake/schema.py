@@ -111,12 +111,19 @@ KINDS: dict[str, Kind] = {
         # do (Avro timestamp-micros); the digest compares its microseconds.
         Kind("timestamp_ms", "bigint", "timestamp", "bigint"),
         Kind("timestamp_us", "bigint", "timestamp", "bigint"),
+        # time without time zone, by its precision as above: up to 3, io.debezium.time.Time
+        # (milliseconds since midnight, int32), else MicroTime (microseconds). Spark has no time
+        # type: the lake holds microseconds since midnight, as Hudi's Debezium sources do (Avro
+        # time-micros as a long), and the digest compares them.
+        Kind("time_ms", "int", "bigint", "bigint"),
+        Kind("time_us", "bigint", "bigint", "bigint"),
     )
 }
 
 # Kinds that share a text in the digest and a conversion from change-feed images.
 FLOAT_KINDS = frozenset({"float4", "float8"})
 TIMESTAMP_KINDS = frozenset({"timestamptz", "timestamp_ms", "timestamp_us"})
+TIME_KINDS = frozenset({"time_ms", "time_us"})
 
 # PostgreSQL type names (format_type's, and the DDL's aliases) to kinds.
 PG_KINDS = {
@@ -132,6 +139,7 @@ PG_KINDS = {
     "real": "float4", "float4": "float4",
     "double precision": "float8", "float8": "float8", "float": "float8",
     "timestamp without time zone": "timestamp_us", "timestamp": "timestamp_us",
+    "time without time zone": "time_us", "time": "time_us",
 }  # fmt: skip
 
 # A kind changed into another of the same lake type where every value carries over as it is:
@@ -174,6 +182,8 @@ class SourceColumn:
             return "float4" if p is not None and p <= 24 else "float8"
         if kind == "timestamp_us" and p is not None and p <= 3:
             return "timestamp_ms"
+        if kind == "time_us" and p is not None and p <= 3:
+            return "time_ms"
         return kind
 
 
@@ -354,6 +364,8 @@ def _to_lake(kind: str, col: Column) -> Column:
         return F.timestamp_millis(col)
     if kind == "timestamp_us":
         return F.timestamp_micros(col)
+    if kind == "time_ms":
+        return col.cast("bigint") * 1000
     return col
 
 
@@ -543,6 +555,9 @@ def raw_missing_value(column: LakeColumn, table: str) -> Any:
         if kind in ("timestamp_ms", "timestamp_us"):
             micros = (datetime.datetime.fromisoformat(text) - _EPOCH) // _MICROSECOND
             return micros // 1000 if kind == "timestamp_ms" else micros
+        if kind in TIME_KINDS:
+            micros = _micros_since_midnight(text)
+            return micros // 1000 if kind == "time_ms" else micros
     except (ValueError, KeyError) as e:
         raise SchemaChangeError(
             f"{table}: column {column.name!r} was added with the default {text!r}, which rows "
@@ -557,6 +572,17 @@ def raw_missing_value(column: LakeColumn, table: str) -> Any:
 
 _EPOCH = datetime.datetime(1970, 1, 1)
 _MICROSECOND = datetime.timedelta(microseconds=1)
+_DAY_MICROS = 86_400_000_000
+
+
+def _micros_since_midnight(text: str) -> int:
+    """A ``time``'s text as microseconds since midnight. PostgreSQL's 24:00:00 is the day's
+    end, which Debezium sends as 86,400,000,000 (DBZ-1164) and Python's time cannot hold."""
+    if re.fullmatch(r"24:00(:00(\.0*)?)?", text):
+        return _DAY_MICROS
+    clock = datetime.time.fromisoformat(text)
+    seconds = (clock.hour * 60 + clock.minute) * 60 + clock.second
+    return seconds * 1_000_000 + clock.microsecond
 
 
 # Reading the source's columns

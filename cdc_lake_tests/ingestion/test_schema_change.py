@@ -5,12 +5,12 @@ One pipeline of its own (database, connectors, topic, raw prefix, Hudi table: th
 ``FaultPipeline``), so altering its outbox disturbs no other test. In order, on one lake table:
 
 1. columns added at the source (text, smallint, boolean, numeric, real: 1.1 and NaN, held as
-   the real's exact value; timestamp and timestamp(3)), set on 10 orders, with events
-   from before the change in the same batch: the lake gets them, earlier rows read null (or
-   the column's default, for the columns added with one, as PostgreSQL reads them), and
-   ``matches_source`` (its digest now covering them) and ``schema_matches_source`` pass. Order
-   writes through the triggers go on between the ``ALTER TABLE`` and any change of the
-   function that fills the outbox; then the README's edits of ``sql/002_outbox.sql`` make the
+   the real's exact value; timestamp and timestamp(3); time and time(3)), set on 10 orders,
+   with events from before the change in the same batch: the lake gets them, earlier rows
+   read null (or the column's default, for the columns added with one, as PostgreSQL reads
+   them), and ``matches_source`` (its digest now covering them) and ``schema_matches_source``
+   pass. Order writes through the triggers go on between the ``ALTER TABLE`` and any change of
+   the function that fills the outbox; then the README's edits of ``sql/002_outbox.sql`` make the
    triggers fill another new column, on every order;
 2. a widening (smallint -> bigint) with a value past 32 bits goes through;
 3. a replay from offset 0, across the change, changes nothing;
@@ -45,7 +45,7 @@ from cdc_lake_tests.faults.harness import FaultPipeline
 
 ADDED = {"sales_channel": "text", "priority": "smallint", "gift": "boolean",
          "discount_total": "numeric(10,2)", "weight": "real", "promised_at": "timestamp",
-         "packed_at": "timestamp(3)"}  # fmt: skip
+         "packed_at": "timestamp(3)", "ready_at": "time", "slot_at": "time(3)"}  # fmt: skip
 # Added with a default: PostgreSQL reads it for every row stored before, with no change event.
 DEFAULTED = {"channel_group": "text DEFAULT 'retail'", "handling_fee": "numeric(6,2) DEFAULT 2.50",
              "opened_at": "timestamptz DEFAULT '2026-01-02 03:04:05+01'"}  # fmt: skip
@@ -165,9 +165,10 @@ def test_schema_changes_reach_the_lake_or_stop_the_refresh(pipeline: FaultPipeli
         "UPDATE datalake.cdc_events SET sales_channel = 'web-' || order_id, priority = 7, "
         "gift = (order_id %% 2 = 0), discount_total = 12.50, "
         "weight = CASE WHEN order_id %% 3 = 0 THEN 'NaN' ELSE 1.1 END, "
-        "promised_at = '2026-03-01 12:34:56.123456', packed_at = '1969-07-20 20:17:40.25' "
-        "WHERE order_id = ANY(%s)",
-        (orders,),
+        "promised_at = '2026-03-01 12:34:56.123456', packed_at = '1969-07-20 20:17:40.25', "
+        "ready_at = CASE WHEN order_id = %s THEN time '24:00:00' ELSE '23:59:59.999999' END, "
+        "slot_at = '07:30:15.125' WHERE order_id = ANY(%s)",
+        (orders[1], orders),
     )
     p.workload(changes=10, rate=20, seed=13).finish()  # later order changes keep the values
     p.catch_up()
@@ -196,6 +197,10 @@ def test_schema_changes_reach_the_lake_or_stop_the_refresh(pipeline: FaultPipeli
     epoch = datetime.datetime(1970, 1, 1)
     assert clocks["promised"] == micros(datetime.datetime(2026, 3, 1, 12, 34, 56, 123456) - epoch)
     assert clocks["packed"] == micros(datetime.datetime(1969, 7, 20, 20, 17, 40, 250000) - epoch)
+    # time: microseconds since midnight, from Debezium's MicroTime and (time(3)) Time.
+    assert rows[orders[0]]["ready_at"] == 86_400_000_000 - 1
+    assert rows[orders[1]]["ready_at"] == 86_400_000_000  # 24:00:00, the day's end
+    assert rows[orders[0]]["slot_at"] == ((7 * 60 + 30) * 60 + 15) * 1_000_000 + 125_000
     others = [r for oid, r in rows.items() if oid not in orders]
     assert others and all(r["sales_channel"] is None for r in others)
     # The defaults reached every row: stored ones by the commit that added the columns, and

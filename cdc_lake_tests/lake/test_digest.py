@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import uuid
 from datetime import UTC, date, datetime, timedelta
+from decimal import Decimal
 
 import dagster as dg
 import pytest
@@ -293,6 +294,66 @@ def test_spark_and_postgres_hash_timestamps_without_zone_alike(pg, spark):
         spark_digest(shifted, schema=schema),
     )
     assert diff.content_buckets == (1,) and diff.key_buckets == ()
+
+
+# time without time zone at both of Debezium's precisions: midnight, the last millisecond and
+# microsecond of the day (time(3) rounds the latter to 24:00:00), the day's end, fractions.
+CLOCKS = ["00:00:00", "23:59:59.999", "23:59:59.999999", "07:30:15.125", "12:00:00.000001",
+          "24:00:00", None]  # fmt: skip
+
+
+def test_spark_and_postgres_hash_times_alike(pg, spark):
+    """time(3) and time as the pipeline carries them: Debezium's milliseconds and microseconds
+    since midnight in a raw JSON line, parsed and converted by the lake schema (microseconds in
+    a bigint), hash as the source's own values do."""
+    from cdc_lake.lake.schema import SourceColumn, initial
+
+    columns = [SourceColumn("id", "bigint", False),
+               SourceColumn("ms", "time(3) without time zone"),
+               SourceColumn("us", "time without time zone")]  # fmt: skip
+    schema = initial("digest_clocks", "id", columns)
+    assert [c.kind for c in schema.columns[1:]] == ["time_ms", "time_us"]
+    with pg.cursor() as cur:
+        cur.execute("CREATE TEMP TABLE digest_clocks (id bigint, ms time(3), us time)")
+        for i, text in enumerate(CLOCKS):
+            cur.execute("INSERT INTO digest_clocks VALUES (%s, %s, %s)", (i, text, text))
+        cur.execute("SELECT id, ms::text, us::text FROM digest_clocks ORDER BY id")
+        source = cur.fetchall()  # ms rounded to milliseconds by PostgreSQL
+    pg.commit()
+
+    def since_midnight(text: str | None, unit: int) -> str:
+        """What Debezium sends: 24:00:00 as the day's length (DBZ-1164)."""
+        if text is None:
+            return "null"
+        h, m, s = text.split(":")
+        micros = (int(h) * 3600 + int(m) * 60) * 10**6 + int(Decimal(s) * 10**6)
+        return str(micros // unit)
+
+    lines = [(f'{{"id": {i}, "ms": {since_midnight(ms, 1000)}, '
+              f'"us": {since_midnight(us, 1)}}}',) for i, ms, us in source]  # fmt: skip
+    parsed = spark.createDataFrame(lines, "value string").select(
+        F.from_json("value", schema.raw_struct(), {"mode": "FAILFAST"}).alias("e")
+    )
+    lake = parsed.select("e.*").select(*schema.to_lake())
+    diff = compare_digests(
+        source_digest(pg, table="digest_clocks", schema=schema),
+        spark_digest(lake, schema=schema),
+    )
+    assert diff.equal, diff.details
+    held = {r["id"]: (r["ms"], r["us"]) for r in lake.collect()}
+    day = 86_400_000_000
+    assert held[1] == (day - 1000, day - 1000) and held[2] == (day, day - 1)
+    assert held[3] == (27_015_125_000, 27_015_125_000) and held[5] == (day, day)
+    assert held[6] == (None, None)
+
+    # Sanity of the test itself: a millisecond off is a content difference.
+    us = F.col("us")
+    shifted = lake.withColumn("us", F.when(F.col("id") == 4, us + 1000).otherwise(us))
+    diff = compare_digests(
+        source_digest(pg, table="digest_clocks", schema=schema),
+        spark_digest(shifted, schema=schema),
+    )
+    assert diff.content_buckets == (4,) and diff.key_buckets == ()
 
 
 def _checks(result: dg.ExecuteInProcessResult) -> dict[str, dg.AssetCheckEvaluation]:

@@ -4,6 +4,7 @@ checked against PostgreSQL's catalog on the real stack."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -221,6 +222,29 @@ def test_a_timestamp_kind_follows_debeziums_adaptive_precision(pg_type, kind):
     assert SourceColumn("t", pg_type).kind == kind
 
 
+@pytest.mark.parametrize(
+    ("pg_type", "kind"),
+    [("time without time zone", "time_us"), ("time(6) without time zone", "time_us"),
+     ("time(4) without time zone", "time_us"), ("time(3) without time zone", "time_ms"),
+     ("time(0)", "time_ms"), ("time with time zone", None)],
+)  # fmt: skip
+def test_a_time_kind_follows_debeziums_adaptive_precision(pg_type, kind):
+    assert SourceColumn("t", pg_type).kind == kind
+
+
+def test_a_time_is_microseconds_in_the_lake_and_no_integer_becomes_one():
+    t3, t6 = SourceColumn("t", "time(3) without time zone"), SourceColumn("t", "time")
+    n = SourceColumn("n", "integer")
+    v1 = initial(TABLE, "id", [*BASE, t3, n])
+    assert [c.lake_type for c in v1.columns[2:]] == ["bigint", "bigint"]
+    # All bigint in the lake, but the raw files hold the old kind's numbers (an integer,
+    # milliseconds), which a replay would read as the new kind's.
+    as_int, as_time = SourceColumn("t", "integer"), replace(n, pg_type="time")
+    for source in ([*BASE, as_int, n], [*BASE, t3, as_time], [*BASE, t6, n]):
+        with pytest.raises(SchemaChangeError, match="changed type from"):
+            evolve(TABLE, "id", source, lake_types(v1), v1)
+
+
 def test_a_timestamp_precision_across_3_stops():
     v1 = initial(TABLE, "id", [*BASE, SourceColumn("t", "timestamp(3) without time zone")])
     with pytest.raises(SchemaChangeError, match="'t' changed type from timestamp"):
@@ -264,6 +288,9 @@ def test_numeric_to_text_keeps_its_values_and_a_readded_column_keeps_its_kind():
         ("timestamp with time zone", "2026-01-02 03:04:05.5+01", "2026-01-02T02:04:05.500000Z"),
         ("timestamp(3) without time zone", "1969-07-20 20:17:40.25", -14182940 * 1000 + 250),
         ("timestamp without time zone", "1970-01-01 00:00:01.000002", 1_000_002),
+        ("time without time zone", "23:59:59.999999", 86_400_000_000 - 1),
+        ("time(3) without time zone", "07:30:15.125", 27_015_125),
+        ("time without time zone", "24:00:00", 86_400_000_000),  # Debezium's, DBZ-1164
         ("double precision", "NaN", "nan"),
         ("real", "1.1", 1.1),
     ],
@@ -274,7 +301,9 @@ def test_a_missing_value_is_written_as_debezium_writes_the_field(pg_type, text, 
     assert str(value) == raw if raw == "nan" else value == raw
 
 
-@pytest.mark.parametrize(("pg_type", "text"), [("date", "infinity"), ("boolean", "maybe")])
+@pytest.mark.parametrize(
+    ("pg_type", "text"), [("date", "infinity"), ("boolean", "maybe"), ("time", "25:00:00")]
+)
 def test_a_missing_value_the_lake_cannot_carry_stops_naming_it(pg_type, text):
     column = lake_column(SourceColumn("c", pg_type, True, 2, text), TABLE)
     with pytest.raises(SchemaChangeError, match=rf"{TABLE}: column 'c' was added with the default"):
