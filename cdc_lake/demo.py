@@ -7,7 +7,8 @@
    Dagster daemon with ``raw_cdc_files_sensor`` turned on until the one ``lake_refresh`` run
    it requests has ended, and turn the sensor off again (``cdc_lake/instance.py``). The sensor's
    ticks, its cursor and the run (tagged with the sensor's name) are the instance's;
-4. print a summary, and the ``cdc-lake ui`` command that opens the Dagster UI on the same instance.
+4. print where the run's time went (queue, run worker start, steps: ``cdc_lake/run_timeline.py``),
+   a summary, and the ``cdc-lake ui`` command that opens the Dagster UI on the same instance.
 
 Runs are recorded in the Dagster instance at ``<state>/dagster_home``, so the UI shows them.
 """
@@ -20,6 +21,7 @@ import sys
 import time
 from pathlib import Path
 
+from cdc_lake.run_timeline import run_timeline
 from cdc_lake.stack import LocalStack, StackSettings
 from cdc_lake.stack.install import install
 from cdc_lake.stack.settings import project_root
@@ -97,6 +99,7 @@ def run_demo(settings: StackSettings, changes: int = 25) -> int:
         f"{time.monotonic() - t1:.0f}s, requested by the sensor ({tags}); sensor off again",
         flush=True,
     )
+    print(f"[demo] where the run's time went: {run_timeline(instance, run.run_id).describe()}")
     if run.status != dg.DagsterRunStatus.SUCCESS:
         print(
             f"[demo] the lake refresh failed: open the UI ({ui_command_line(settings)})",

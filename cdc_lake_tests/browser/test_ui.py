@@ -29,9 +29,10 @@ import psycopg2
 
 from cdc_lake.definitions import defs as load_defs
 from cdc_lake.defs.keys import HUDI_KEY, ORDER_ITEMS_KEY, table_keys
-from cdc_lake.defs.lake.jobs import lake_refresh_job
+from cdc_lake.defs.lake.jobs import HUDI_OP, lake_refresh_job
 from cdc_lake.defs.lake.sensors import raw_cdc_files_sensor
 from cdc_lake.instance import LOCATION, materializations, sensor_runs
+from cdc_lake.run_timeline import run_timeline
 from cdc_lake.source.captured import CUSTOMERS
 from cdc_lake.source.workload import Workload
 from cdc_lake.stack import LocalStack
@@ -212,6 +213,12 @@ def test_sensor_turned_on_after_a_workload_runs_one_refresh(
         run = runs[0]
         assert run.job_name == lake_refresh_job.name
         assert run.status == dg.DagsterRunStatus.SUCCESS, run.run_id
+        # The daemon's path, part by part: the run queue, a run worker of its own, the steps.
+        timeline = run_timeline(ui.instance, run.run_id)
+        assert timeline.queued is not None and timeline.launch is not None, timeline
+        assert HUDI_OP in timeline.steps and timeline.total is not None
+        spent = timeline.queued + timeline.launch + sum(timeline.steps.values())
+        assert spent <= timeline.total
         # The next tick after the run sees the lake holding everything: no second run.
         finished = time.time()
         ticks = _wait_for_tick_after(ui, name, finished)
