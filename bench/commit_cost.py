@@ -9,6 +9,9 @@ every table in a rotating order: ``ingest_new_files`` and the checks (``table_st
 from the previous round's state, as the lake asset does). Medians per side and their ratio to
 the defaults; the tables must end with the same live rows (digest), or the figure says so.
 
+The session's JVM names are pinned, as ``run_app`` pins them for every app
+(``cdc_lake/spark_apps/jvm_names.py``); ``--unpinned`` leaves them to py4j, to measure that.
+
 The first table created in a run is slower in every round, whatever its options: pass a
 control (``--variant ctrl:``, the defaults again) and compare the variants with it.
 
@@ -92,12 +95,15 @@ def main(argv: list[str] | None = None) -> int:
         help="a HudiTableConfig field of one variant (e.g. parallelism)",
     )
     ap.add_argument("--hudi-log", default="", help="log level for org.apache.hudi (e.g. INFO)")
+    ap.add_argument("--unpinned", action="store_true",
+                    help="leave the JVM names to py4j (run_app pins them)")  # fmt: skip
     ap.add_argument("--json", default="")
     args = ap.parse_args(argv)
 
     from cdc_lake.lake.hudi import HudiTableConfig
     from cdc_lake.lake.ingest import RawSource, ingest_new_files
     from cdc_lake.lake.table_state import evaluate
+    from cdc_lake.spark_apps import jvm_names
     from cdc_lake.stack import LocalStack, StackSettings
     from cdc_lake.stack.install import install
     from cdc_lake.stack.spark import build_spark_session
@@ -120,6 +126,8 @@ def main(argv: list[str] | None = None) -> int:
             "spark.eventLog.enabled": "true", "spark.eventLog.dir": log_dir.as_uri(),
             **dict(kv.split("=", 1) for kv in args.spark),
         })  # fmt: skip
+        if not args.unpinned:
+            jvm_names.pin(spark)  # as run_app does on the lake server
         if args.hudi_log:
             jvm: Any = spark.sparkContext._jvm
             level = jvm.org.apache.logging.log4j.Level.toLevel(args.hudi_log)

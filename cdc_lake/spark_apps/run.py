@@ -10,8 +10,10 @@ launcher), as a step on an EMR cluster and as an EMR Serverless job run (both th
 - ``order_items``: the order items brought up to the table's newest commit from its change
   feed (or rebuilt from its snapshot), then their checks (``cdc_lake/spark_apps/order_items.py``).
 
-An unknown app name, or parameters that do not match the app's (``cdc_lake/spark_apps/
-params.py``), raise ``ValueError`` before anything is read or written.
+Every app runs with the session's most used JVM names pinned
+(``cdc_lake/spark_apps/jvm_names.py``). An unknown app name, or parameters that do not match
+the app's (``cdc_lake/spark_apps/params.py``), raise ``ValueError`` before anything is read or
+written.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from cdc_lake.spark_apps import jvm_names
 from cdc_lake.spark_apps.order_items import run_order_items
 from cdc_lake.spark_apps.params import APPS, OrderItemsParams, UpsertParams
 from cdc_lake.spark_apps.report import AppReport
@@ -33,6 +36,7 @@ def run_app(spark: SparkSession, s3_client: Any, app: str, params: Mapping[str, 
     if app not in APPS:
         raise ValueError(f"unknown lake app {app!r}: expected one of {', '.join(sorted(APPS))}")
     typed = APPS[app].from_json(params)
+    jvm_names.pin(spark)  # fewer py4j round trips for every app on this session
     if isinstance(typed, UpsertParams):
         return run_upsert(spark, s3_client, typed)
     assert isinstance(typed, OrderItemsParams)
