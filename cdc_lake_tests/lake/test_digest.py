@@ -7,6 +7,7 @@ import json
 import uuid
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
+from typing import Any
 
 import dagster as dg
 import pytest
@@ -181,6 +182,21 @@ def test_spark_and_postgres_hash_edge_values_alike(ingested, pg, spark):
     assert diff.content_buckets == (2,) and diff.key_buckets == ()
 
 
+def as_lake(spark, lines: list[tuple[str]], schema) -> Any:
+    """Raw JSON lines parsed and converted to lake columns as the upsert does."""
+    parsed = spark.createDataFrame(lines, "value string").select(
+        F.from_json("value", schema.raw_struct(), {"mode": "FAILFAST"}).alias("e")
+    )
+    return parsed.select("e.*").select(*schema.to_lake())
+
+
+def digest_diff(pg, table: str, schema, lake) -> Any:
+    """The source table's digest against the lake rows', over ``schema``'s columns."""
+    return compare_digests(
+        source_digest(pg, table=table, schema=schema), spark_digest(lake, schema=schema)
+    )
+
+
 # PostgreSQL's text of real and double precision values: zeros of both signs, NaN, infinities,
 # subnormals, extremes, and values whose decimal text is not their binary value.
 FLOATS = ["1.1", "-0", "0", "NaN", "Infinity", "-Infinity", "1e-45", "3.4028235e+38",
@@ -217,10 +233,7 @@ def test_spark_and_postgres_hash_floats_alike(pg, spark):
     pg.commit()
     lines = [(f'{{"id": {i}, "r": {_java_number(r)}, "d": {_java_number(d)}}}',)
              for i, r, d, _ in source]  # fmt: skip
-    parsed = spark.createDataFrame(lines, "value string").select(
-        F.from_json("value", schema.raw_struct(), {"mode": "FAILFAST"}).alias("e")
-    )
-    lake = parsed.select("e.*").select(*schema.to_lake())
+    lake = as_lake(spark, lines, schema)
     lake_digest = spark_digest(lake, schema=schema)
     assert len(lake_digest["digest"]) == len(source)  # a bucket per row
     diff = compare_digests(source_digest(pg, table="digest_floats", schema=schema), lake_digest)
@@ -271,14 +284,8 @@ def test_spark_and_postgres_hash_timestamps_without_zone_alike(pg, spark):
     lines = [(f'{{"id": {i}, "ms": {since(ms, timedelta(milliseconds=1))}, '
               f'"us": {since(us, timedelta(microseconds=1))}}}',)
              for i, ms, us in source]  # fmt: skip
-    parsed = spark.createDataFrame(lines, "value string").select(
-        F.from_json("value", schema.raw_struct(), {"mode": "FAILFAST"}).alias("e")
-    )
-    lake = parsed.select("e.*").select(*schema.to_lake())
-    diff = compare_digests(
-        source_digest(pg, table="digest_wall_clocks", schema=schema),
-        spark_digest(lake, schema=schema),
-    )
+    lake = as_lake(spark, lines, schema)
+    diff = digest_diff(pg, "digest_wall_clocks", schema, lake)
     assert diff.equal, diff.details
     as_micros = lake.select("id", F.unix_micros("us").alias("us")).collect()
     micros = {r["id"]: r["us"] for r in as_micros}
@@ -289,10 +296,7 @@ def test_spark_and_postgres_hash_timestamps_without_zone_alike(pg, spark):
     shifted = lake.withColumn(
         "us", F.when(F.col("id") == 1, us + F.expr("INTERVAL 1 HOUR")).otherwise(us)
     )
-    diff = compare_digests(
-        source_digest(pg, table="digest_wall_clocks", schema=schema),
-        spark_digest(shifted, schema=schema),
-    )
+    diff = digest_diff(pg, "digest_wall_clocks", schema, shifted)
     assert diff.content_buckets == (1,) and diff.key_buckets == ()
 
 
@@ -331,14 +335,8 @@ def test_spark_and_postgres_hash_times_alike(pg, spark):
 
     lines = [(f'{{"id": {i}, "ms": {since_midnight(ms, 1000)}, '
               f'"us": {since_midnight(us, 1)}}}',) for i, ms, us in source]  # fmt: skip
-    parsed = spark.createDataFrame(lines, "value string").select(
-        F.from_json("value", schema.raw_struct(), {"mode": "FAILFAST"}).alias("e")
-    )
-    lake = parsed.select("e.*").select(*schema.to_lake())
-    diff = compare_digests(
-        source_digest(pg, table="digest_clocks", schema=schema),
-        spark_digest(lake, schema=schema),
-    )
+    lake = as_lake(spark, lines, schema)
+    diff = digest_diff(pg, "digest_clocks", schema, lake)
     assert diff.equal, diff.details
     held = {r["id"]: (r["ms"], r["us"]) for r in lake.collect()}
     day = 86_400_000_000
@@ -349,10 +347,7 @@ def test_spark_and_postgres_hash_times_alike(pg, spark):
     # Sanity of the test itself: a millisecond off is a content difference.
     us = F.col("us")
     shifted = lake.withColumn("us", F.when(F.col("id") == 4, us + 1000).otherwise(us))
-    diff = compare_digests(
-        source_digest(pg, table="digest_clocks", schema=schema),
-        spark_digest(shifted, schema=schema),
-    )
+    diff = digest_diff(pg, "digest_clocks", schema, shifted)
     assert diff.content_buckets == (4,) and diff.key_buckets == ()
 
 
