@@ -580,9 +580,8 @@ def _micros_since_midnight(text: str) -> int:
     end, which Debezium sends as 86,400,000,000 (DBZ-1164) and Python's time cannot hold."""
     if re.fullmatch(r"24:00(:00(\.0*)?)?", text):
         return _DAY_MICROS
-    clock = datetime.time.fromisoformat(text)
-    seconds = (clock.hour * 60 + clock.minute) * 60 + clock.second
-    return seconds * 1_000_000 + clock.microsecond
+    clock = datetime.datetime.combine(_EPOCH, datetime.time.fromisoformat(text))
+    return (clock - _EPOCH) // _MICROSECOND
 
 
 # Reading the source's columns

@@ -66,7 +66,7 @@ def pin(spark: SparkSession) -> None:
     from py4j.java_gateway import JavaPackage
 
     jvm = spark.sparkContext._jvm
-    if jvm is None or getattr(jvm, "__dict__", {}).get(_PINNED):
+    if jvm is None or jvm.__dict__.get(_PINNED):
         return
     client = spark.sparkContext._gateway._gateway_client  # type: ignore[union-attr]
     classes: dict[str, Any] = {}
