@@ -25,6 +25,7 @@ import sys
 import tempfile
 import threading
 import time
+import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -82,14 +83,28 @@ class EmrSimulator:
                 for step in list(cluster.steps):
                     if step.id not in self._seen and step.state in ("PENDING", "RUNNING"):
                         self._seen.add(step.id)
-                        self._run_step(step)
+                        self._guarded(self._run_step, step)
             serverless = emrserverless_backends[DEFAULT_ACCOUNT_ID][self.region]
             for runs in list(serverless.job_runs.values()):
                 for run in list(runs):
                     if run.id not in self._seen and run.state == "SCHEDULED":
                         self._seen.add(run.id)
-                        self._run_serverless(run)
+                        self._guarded(self._run_serverless, run)
             time.sleep(0.2)
+
+    def _guarded(self, play: Any, submitted: Any) -> None:
+        """A simulator error fails the step or job run (with the traceback as an execution),
+        rather than leaving it pending for the client to poll forever."""
+        try:
+            play(submitted)
+        except Exception:
+            error = traceback.format_exc()
+            self.executions.append(Execution([], [], -1, "", error))
+            if hasattr(submitted, "job_driver"):
+                submitted.state, submitted.state_details = "FAILED", error[-500:]
+            else:
+                submitted.state = "FAILED"
+                submitted.last_state_change_reason = error[-500:]
 
     def _run_step(self, step: Any) -> None:
         args = list(step.args)

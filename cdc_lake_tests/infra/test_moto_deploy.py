@@ -4,33 +4,52 @@ using what it made.
 
 moto's CloudFormation creates the buckets (with their encryption), the IAM roles and their
 policies (evaluating the intrinsic functions that scope them), and the log groups. It has no
-model for the Glue database, the Secrets Manager secret or the bucket policies: the first two
-are created from their template properties through moto's Glue and Secrets Manager APIs, the
-bucket policies are not exercised here (test_stack checks them in the template). Everything
-else (VPC, RDS, MSK, EMR Serverless) has no moto model that CloudFormation deploys: references
-to it become ARN-shaped placeholders, and outputs that need it are left out.
+model for the Glue database, the Secrets Manager secret, the EMR Serverless application or the
+bucket policies: the first three are created from their template properties through moto's
+APIs, the bucket policies are not exercised here (test_stack checks them in the template).
+Everything else (VPC, RDS, MSK) has no moto model: references to it become ARN-shaped
+placeholders, and outputs that need it are left out (``NOT_DEPLOYED`` gives their variables).
+
+Then the refresh runs as an EMR Serverless job run with the launcher the prod resources build
+from the deployed stack's outputs (application, job role, log URI, code and Pipes bucket):
+moto's server plays the control plane and ``EmrSimulator`` runs the job on local Spark. S3 is
+the local stack's S3 server there (the simulated job's Spark reads it), with the stack's lake
+bucket made on it.
 """
 
 from __future__ import annotations
 
 import contextlib
 import copy
+import dataclasses
 import json
+import os
 import secrets
 import string
 from typing import Any
 
 import boto3
+import dagster as dg
 import pytest
 
+from bench.synthetic import event
+from cdc_lake.defs.lake.assets import cdc_events_hudi
 from cdc_lake.infra.outputs import OUTPUT_PREFIX
-from cdc_lake.resources.prod import ProdSettings, prod_resources
+from cdc_lake.resources.prod import (
+    EMR_SERVERLESS,
+    ProdSettings,
+    prod_resources,
+    prod_spark_launcher,
+)
+from cdc_lake.resources.spark import EmrServerlessLauncher
+from cdc_lake.stack import LocalStack
+from cdc_lake_tests.aws.conftest import REGION, synthetic_lake, synthetic_resources
+from cdc_lake_tests.aws.emr_sim import EmrSimulator
 from cdc_lake_tests.infra.conftest import Synth
 
-REGION = "us-east-1"
 BY_CLOUDFORMATION = {"AWS::S3::Bucket", "AWS::IAM::Role", "AWS::IAM::Policy",
                      "AWS::Logs::LogGroup"}  # fmt: skip
-BY_API = {"AWS::Glue::Database", "AWS::SecretsManager::Secret"}
+BY_API = {"AWS::Glue::Database", "AWS::SecretsManager::Secret", "AWS::EMRServerless::Application"}
 
 
 def _references(node: Any, found: set[str]) -> set[str]:
@@ -82,20 +101,32 @@ def moto_part(template: dict[str, Any]) -> dict[str, Any]:
 @pytest.fixture
 def aws(moto_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     """boto3's default chain pointed at moto (as the prod resources will use it)."""
-    for name, value in {"AWS_ENDPOINT_URL": moto_endpoint, "AWS_ACCESS_KEY_ID": "testing",
-                        "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": REGION,
-                        "AWS_SESSION_TOKEN": "testing"}.items():  # fmt: skip
-        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("AWS_ENDPOINT_URL", moto_endpoint)
+    monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
+    # moto takes any key; keys already set (the local S3 server's, for Spark) stay.
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+        if not os.environ.get(name):
+            monkeypatch.setenv(name, "testing")
     # A session of its own: boto3's default one would keep these keys for later tests.
     session = boto3.Session(region_name=REGION)
     return {n: session.client(n)
-            for n in ("cloudformation", "s3", "iam", "glue", "secretsmanager", "logs")}  # fmt: skip
+            for n in ("cloudformation", "s3", "iam", "glue", "secretsmanager", "logs",
+                      "emr-serverless")}  # fmt: skip
 
 
-def test_the_stack_deployed_to_moto_gives_the_prod_settings_and_resources(
-    synth: Synth, aws: dict[str, Any]
-):
-    template = synth.template
+def _resolved(node: Any, stack: str) -> Any:
+    """A property's value with ``AWS::StackName`` and ``Fn::Join`` evaluated."""
+    if isinstance(node, dict) and node.get("Ref") == "AWS::StackName":
+        return stack
+    if isinstance(node, dict) and "Fn::Join" in node:
+        separator, parts = node["Fn::Join"]
+        return separator.join(_resolved(p, stack) for p in parts)
+    return node
+
+
+def deploy(template: dict[str, Any], aws: dict[str, Any]) -> dict[str, str]:
+    """Deploy what moto can of ``template`` as a new stack; the ``CDC_LAKE_*`` variables of its
+    outputs, and of what the test made through moto's APIs from the template's properties."""
     stack = f"cdc-lake-{secrets.token_hex(3)}"
     aws["cloudformation"].create_stack(
         StackName=stack, TemplateBody=json.dumps(moto_part(template)),
@@ -103,6 +134,8 @@ def test_the_stack_deployed_to_moto_gives_the_prod_settings_and_resources(
     )  # fmt: skip
     (deployed,) = aws["cloudformation"].describe_stacks(StackName=stack)["Stacks"]
     assert deployed["StackStatus"] == "CREATE_COMPLETE", deployed.get("StackStatusReason")
+    outputs = {o["Description"].removeprefix(OUTPUT_PREFIX): o["OutputValue"]
+               for o in deployed["Outputs"]}  # fmt: skip
     # What moto's CloudFormation has no model for, from the template's own properties.
     for logical_id, resource in template["Resources"].items():
         props = resource["Properties"]
@@ -123,10 +156,38 @@ def test_the_stack_deployed_to_moto_gives_the_prod_settings_and_resources(
                 sm.create_secret(Name=name, SecretString=json.dumps(value))
             except sm.exceptions.ResourceExistsException:
                 sm.put_secret_value(SecretId=name, SecretString=json.dumps(value))
+        elif resource["Type"] == "AWS::EMRServerless::Application":
+            # The output that names it referred to the undeployed application: set it here.
+            assert _references(_output(template, "CDC_LAKE_EMR_SERVERLESS_APP_ID"), set()) == {
+                logical_id
+            }
+            outputs["CDC_LAKE_EMR_SERVERLESS_APP_ID"] = aws["emr-serverless"].create_application(
+                name=_resolved(props["Name"], stack), releaseLabel=props["ReleaseLabel"],
+                type=props["Type"],
+            )["applicationId"]  # fmt: skip
     assert {r["Type"] for r in template["Resources"].values()} >= BY_API
+    return outputs
 
-    outputs = {o["Description"].removeprefix(OUTPUT_PREFIX): o["OutputValue"]
-               for o in deployed["Outputs"]}  # fmt: skip
+
+def _output(template: dict[str, Any], variable: str) -> Any:
+    (value,) = [o["Value"] for o in template["Outputs"].values()
+                if o["Description"] == OUTPUT_PREFIX + variable]  # fmt: skip
+    return value
+
+
+# What moto cannot deploy (the database, MSK and its subnets), as a deployment would give it.
+NOT_DEPLOYED = {
+    "CDC_LAKE_PG_HOST": "db.internal", "CDC_LAKE_PG_USER": "app",
+    "CDC_LAKE_KAFKA_BOOTSTRAP": "b-1.msk:9098", "CDC_LAKE_MSK_SUBNETS": "subnet-a",
+    "CDC_LAKE_MSK_SECURITY_GROUPS": "sg-a",
+    "CDC_LAKE_REPLICATION_SECRET": "cdc-lake/replication",
+}  # fmt: skip
+
+
+def test_the_stack_deployed_to_moto_gives_the_prod_settings_and_resources(
+    synth: Synth, aws: dict[str, Any]
+):
+    outputs = deploy(synth.template, aws)
     assert outputs["CDC_LAKE_RAW_BUCKET"] != outputs["CDC_LAKE_LAKE_BUCKET"]
     # The deployed buckets, encrypted as declared.
     for name in ("CDC_LAKE_RAW_BUCKET", "CDC_LAKE_LAKE_BUCKET"):
@@ -147,14 +208,7 @@ def test_the_stack_deployed_to_moto_gives_the_prod_settings_and_resources(
     ]
 
     # The production settings from the outputs; what moto cannot deploy, from the deployment.
-    not_deployed = {
-        "CDC_LAKE_PG_HOST": "db.internal", "CDC_LAKE_PG_USER": "app",
-        "CDC_LAKE_KAFKA_BOOTSTRAP": "b-1.msk:9098", "CDC_LAKE_MSK_SUBNETS": "subnet-a",
-        "CDC_LAKE_MSK_SECURITY_GROUPS": "sg-a",
-        "CDC_LAKE_REPLICATION_SECRET": "cdc-lake/replication",
-        "CDC_LAKE_EMR_SERVERLESS_APP_ID": "app-id",
-    }  # fmt: skip
-    env = {k: v for k, v in outputs.items() if k.startswith("CDC_LAKE_")} | not_deployed
+    env = {k: v for k, v in outputs.items() if k.startswith("CDC_LAKE_")} | NOT_DEPLOYED
     settings = ProdSettings.from_env(env)
     assert settings.lake_bucket == outputs["CDC_LAKE_LAKE_BUCKET"]
     resources = prod_resources(env)
@@ -168,6 +222,68 @@ def test_the_stack_deployed_to_moto_gives_the_prod_settings_and_resources(
     assert settings.msk is not None
     secret = aws["secretsmanager"].get_secret_value(SecretId=settings.msk.db_secret)
     assert set(json.loads(secret["SecretString"])) == {settings.msk.db_secret_key}
+    app = aws["emr-serverless"].get_application(applicationId=settings.spark["application_id"])
+    assert app["application"]["releaseLabel"].startswith("emr-7.")
+
+
+def test_the_refresh_runs_on_emr_serverless_with_the_deployed_stacks_settings(
+    synth: Synth, aws: dict[str, Any], local_stack: LocalStack, secret_env, monkeypatch
+):
+    import moto.emrserverless.models as serverless_models
+
+    # moto makes every job run SUCCESS at once; EMR starts them SCHEDULED. The simulator runs
+    # SCHEDULED ones and gives them the state EMR would.
+    monkeypatch.setattr(serverless_models, "JOB_STATUS", "SCHEDULED")
+    outputs = deploy(synth.template, aws)
+    env = {k: v for k, v in outputs.items() if k.startswith("CDC_LAKE_")} | NOT_DEPLOYED
+    settings = ProdSettings.from_env(env)
+    assert settings.spark_target == EMR_SERVERLESS  # the stack's default target
+    launcher = prod_resources(env)["spark_jobs"]
+    assert isinstance(launcher, EmrServerlessLauncher)
+    # Where AWS is, here: moto's control plane; S3 is the local S3 server, holding the stack's
+    # lake bucket (code, Pipes messages and logs go there, as in production).
+    s = local_stack.settings
+    s3 = local_stack.service("s3").client()  # type: ignore[attr-defined]
+    lake_bucket = outputs["CDC_LAKE_LAKE_BUCKET"]
+    s3.create_bucket(Bucket=lake_bucket)
+    here = {"endpoint_url": aws["emr-serverless"].meta.endpoint_url,
+            "s3_endpoint_url": s.s3_endpoint, "poll_interval_s": 0.5}  # fmt: skip
+    jobs = prod_spark_launcher(dataclasses.replace(settings, spark=settings.spark | here))
+    assert type(jobs) is type(launcher)
+    syn = synthetic_lake(local_stack)
+    syn.put([event(7, 100, 1), event(8, 100, 2), event(7, 50, 0, op="d", deleted=True)])
+    resources = synthetic_resources(local_stack, syn, jobs)
+    with EmrSimulator(s, s3, REGION) as sim:
+        result = dg.materialize([cdc_events_hudi], resources=resources)
+    assert result.success and [e.returncode for e in sim.executions] == [0], [
+        e.stderr[-3000:] for e in sim.executions
+    ]
+
+    # The job ran in the deployed application, as the deployed job role, logging where the
+    # stack said.
+    client = aws["emr-serverless"]
+    app_id = outputs["CDC_LAKE_EMR_SERVERLESS_APP_ID"]
+    (run,) = client.list_job_runs(applicationId=app_id)["jobRuns"]
+    detail = client.get_job_run(applicationId=app_id, jobRunId=run["id"])["jobRun"]
+    assert detail["state"] == "SUCCESS"
+    assert detail["executionRole"] == outputs["CDC_LAKE_EMR_EXECUTION_ROLE_ARN"]
+    scoped = deployed_role(aws["iam"], detail["executionRole"], "emr-serverless.amazonaws.com")
+    assert f"arn:aws:s3:::{lake_bucket}" in scoped
+    assert detail["configurationOverrides"]["monitoringConfiguration"] == {
+        "s3MonitoringConfiguration": {"logUri": outputs["CDC_LAKE_EMR_LOG_URI"]}
+    }
+    assert outputs["CDC_LAKE_EMR_LOG_URI"].startswith(f"s3://{lake_bucket}/")
+    driver = detail["jobDriver"]["sparkSubmit"]
+    assert driver["entryPoint"].startswith(f"s3://{lake_bucket}/{launcher.code_prefix}/")
+    assert driver["entryPoint"].endswith("/entry.py")
+    params = driver["sparkSubmitParameters"]
+    assert params.startswith("--jars /usr/lib/hudi/hudi-spark-bundle.jar --py-files s3://")
+    assert "spark.emr-serverless.driverEnv.DAGSTER_PIPES_CONTEXT=" in params
+    # The app's metadata came back through Pipes messages in the stack's bucket.
+    meta = result.get_asset_materialization_events()[0].materialization.metadata
+    assert meta["records_inserted"].value == 2  # the older delete of 7 was ignored
+    assert meta["AWS EMR Serverless Job Run ID"].value == run["id"]
+    assert s3.list_objects_v2(Bucket=lake_bucket, Prefix=launcher.code_prefix)["KeyCount"] == 2
 
 
 def deployed_role(iam: Any, arn: str, service: str) -> str:

@@ -7,8 +7,9 @@ server that is not there fails it with the fix.
 
 On EMR, moto's server plays the EMR control planes and ``EmrSimulator`` runs what they were sent on
 local Spark, from the code the resource uploaded, so the whole path is real but the cluster:
-packaging, upload, the exact step or job run, Pipes messages and logs through S3, polling to
-COMPLETED or FAILED, and the failure as a Dagster error.
+packaging, upload, the exact step, Pipes messages and logs through S3, polling to COMPLETED or
+FAILED, and the failure as a Dagster error. The EMR Serverless job run takes its settings from
+the production stack deployed to moto (``infra/test_moto_deploy.py``); its failure is here.
 """
 
 from __future__ import annotations
@@ -22,43 +23,19 @@ from botocore.stub import Stubber
 from dagster_aws.pipes import PipesS3MessageReader
 from dagster_pipes import decode_param
 
-from bench.synthetic import SyntheticLake, event
+from bench.synthetic import event
 from cdc_lake.defs.keys import HUDI_KEY, ORDER_ITEMS_KEY
 from cdc_lake.defs.lake.assets import cdc_events_hudi
 from cdc_lake.defs.marts.assets import order_items
 from cdc_lake.lake.hudi import HUDI_CONF
 from cdc_lake.lake.ingest import read_table
 from cdc_lake.resources.lake_server import LocalServerSparkLauncher
-from cdc_lake.resources.local import local_resources
-from cdc_lake.resources.spark import EmrServerlessLauncher, EmrStepLauncher, SparkLauncher
+from cdc_lake.resources.spark import EmrStepLauncher, SparkLauncher
 from cdc_lake.stack import LocalStack
 from cdc_lake.stack.lake_server import token_path
 from cdc_lake.stack.services import LakeServer
-from cdc_lake_tests.aws.conftest import REGION
+from cdc_lake_tests.aws.conftest import REGION, synthetic_lake, synthetic_resources
 from cdc_lake_tests.aws.emr_sim import EmrSimulator
-
-
-def _synthetic(local_stack: LocalStack) -> SyntheticLake:
-    s = local_stack.settings
-    client = local_stack.service("s3").client()  # type: ignore[attr-defined]
-    return SyntheticLake(client, s.raw_bucket, s.lake_bucket)
-
-
-def _resources(
-    local_stack: LocalStack, syn: SyntheticLake, spark_jobs: Any, spark: str | None = None
-) -> dict[str, Any]:
-    resources = local_resources(
-        local_stack.settings,
-        spark=spark,
-        lake={
-            "table_prefix": f"synthetic/{syn.name}/cdc_events",
-            "order_items_prefix": f"synthetic/{syn.name}/order_items",
-            "quarantine_prefix": f"synthetic/{syn.name}/quarantine",
-        },
-        raw_prefix=syn.raw_prefix,
-    )
-    return {**resources, "spark_jobs": spark_jobs or resources["spark_jobs"]}
-
 
 # What differs between two refreshes of the same data into two tables: when, and how long.
 VARIES = ("commit_instant", "commit_time", "seconds", "last_full_scan_instant")
@@ -108,10 +85,10 @@ def test_the_lake_server_refreshes_as_spark_in_process_does_on_one_warm_jvm(
     ]
     results, tables = {}, {}
     for mode in ("server", "in_process"):
-        syn = _synthetic(local_stack)
+        syn = synthetic_lake(local_stack)
         for partition, batch in enumerate(batches):
             syn.put(batch, partition=partition)
-        resources = _resources(local_stack, syn, None, spark=mode)
+        resources = synthetic_resources(local_stack, syn, None, spark=mode)
         expected = LocalServerSparkLauncher if mode == "server" else SparkLauncher
         assert isinstance(resources["spark_jobs"], expected)
         result = dg.materialize([cdc_events_hudi, order_items], resources=resources)
@@ -134,9 +111,9 @@ def test_the_lake_server_refreshes_as_spark_in_process_does_on_one_warm_jvm(
 
 
 def test_a_failing_app_fails_the_step_with_its_error(local_stack: LocalStack, secret_env):
-    syn = _synthetic(local_stack)
+    syn = synthetic_lake(local_stack)
     syn.put([event(1, 100, 1), "{this is not json"])
-    resources = _resources(local_stack, syn, None, spark="server")
+    resources = synthetic_resources(local_stack, syn, None, spark="server")
     result = dg.materialize([cdc_events_hudi], resources=resources, raise_on_error=False)
     assert not result.success
     failure = result.get_step_failure_events()[0].step_failure_data
@@ -156,12 +133,12 @@ def test_without_the_lake_server_the_step_says_to_start_the_stack(
     local_stack: LocalStack, secret_env
 ):
     s = local_stack.settings
-    syn = _synthetic(local_stack)
+    syn = synthetic_lake(local_stack)
     syn.put([event(1, 100, 1)])
     nowhere = LocalServerSparkLauncher(
         port=s.port("lake_server") + 1, token_file=str(token_path(s))
     )
-    resources = _resources(local_stack, syn, nowhere)
+    resources = synthetic_resources(local_stack, syn, nowhere)
     result = dg.materialize([cdc_events_hudi], resources=resources, raise_on_error=False)
     assert not result.success
     failure = result.get_step_failure_events()[0].step_failure_data
@@ -207,11 +184,12 @@ def test_emr_step_runs_the_same_job_and_reports_through_pipes(
     local_stack: LocalStack, secret_env, spark, moto_endpoint: str
 ):
     s = local_stack.settings
-    syn = _synthetic(local_stack)
+    syn = synthetic_lake(local_stack)
     syn.put([event(1, 100, 1), event(2, 100, 2), event(1, 200, 3, shipped_date=10010)])
     syn.put([event(3, 150, 4), event(2, 300, 5, op="d", deleted=True)], partition=1)
     cluster_id = _cluster(moto_endpoint, s.lake_bucket)
-    resources = _resources(local_stack, syn, _step_launcher(local_stack, moto_endpoint, cluster_id))
+    launcher = _step_launcher(local_stack, moto_endpoint, cluster_id)
+    resources = synthetic_resources(local_stack, syn, launcher)
     s3 = local_stack.service("s3").client()  # type: ignore[attr-defined]
 
     instance = dg.DagsterInstance.ephemeral()
@@ -299,10 +277,11 @@ def test_a_failed_step_is_a_dagster_failure_with_reason_and_logs(
     local_stack: LocalStack, secret_env, moto_endpoint: str
 ):
     s = local_stack.settings
-    syn = _synthetic(local_stack)
+    syn = synthetic_lake(local_stack)
     syn.put([event(1, 100, 1), '{"order_id": "not a number", "__source_ts_ms": 1}'])
     cluster_id = _cluster(moto_endpoint, s.lake_bucket)
-    resources = _resources(local_stack, syn, _step_launcher(local_stack, moto_endpoint, cluster_id))
+    launcher = _step_launcher(local_stack, moto_endpoint, cluster_id)
+    resources = synthetic_resources(local_stack, syn, launcher)
     s3 = local_stack.service("s3").client()  # type: ignore[attr-defined]
 
     with EmrSimulator(s, s3, REGION) as sim:
@@ -323,56 +302,6 @@ def test_a_failed_step_is_a_dagster_failure_with_reason_and_logs(
         for o in s3.list_objects_v2(Bucket=s.lake_bucket,
                                     Prefix=f"synthetic/{syn.name}/").get("Contents", [])
     )  # fmt: skip
-
-
-def test_emr_serverless_job_run(
-    local_stack: LocalStack, secret_env, moto_endpoint: str, monkeypatch
-):
-    import moto.emrserverless.models as serverless_models
-
-    # moto makes every job run SUCCESS at once; EMR starts them SCHEDULED. The simulator runs
-    # SCHEDULED ones and gives them the state EMR would.
-    monkeypatch.setattr(serverless_models, "JOB_STATUS", "SCHEDULED")
-    s = local_stack.settings
-    syn = _synthetic(local_stack)
-    syn.put([event(7, 100, 1), event(8, 100, 2), event(7, 50, 0, op="d", deleted=True)])
-    client = boto3.client("emr-serverless", region_name=REGION, endpoint_url=moto_endpoint)
-    app_id = client.create_application(name="cdc-lake", releaseLabel="emr-7.5.0", type="SPARK")[
-        "applicationId"
-    ]
-    jobs = EmrServerlessLauncher(
-        region=REGION,
-        application_id=app_id,
-        execution_role_arn="arn:aws:iam::123456789012:role/cdc-lake-emr-serverless",
-        log_uri=f"s3://{s.lake_bucket}/emr-serverless-logs/",
-        code_bucket=s.lake_bucket,
-        code_prefix="emr-test/code",
-        pipes_bucket=s.lake_bucket,
-        poll_interval_s=0.5,
-        endpoint_url=moto_endpoint,
-        s3_endpoint_url=s.s3_endpoint,
-    )
-    resources = _resources(local_stack, syn, jobs)
-    s3 = local_stack.service("s3").client()  # type: ignore[attr-defined]
-    with EmrSimulator(s, s3, REGION) as sim:
-        result = dg.materialize([cdc_events_hudi], resources=resources)
-    assert result.success and [e.returncode for e in sim.executions] == [0]
-    run = client.list_job_runs(applicationId=app_id)["jobRuns"][0]
-    detail = client.get_job_run(applicationId=app_id, jobRunId=run["id"])["jobRun"]
-    assert detail["state"] == "SUCCESS"
-    assert detail["executionRole"] == jobs.execution_role_arn
-    driver = detail["jobDriver"]["sparkSubmit"]
-    assert driver["entryPoint"].startswith(f"s3://{s.lake_bucket}/emr-test/code/")
-    assert driver["entryPoint"].endswith("/entry.py")
-    params = driver["sparkSubmitParameters"]
-    assert params.startswith("--jars /usr/lib/hudi/hudi-spark-bundle.jar --py-files s3://")
-    assert "spark.emr-serverless.driverEnv.DAGSTER_PIPES_CONTEXT=" in params
-    assert detail["configurationOverrides"]["monitoringConfiguration"] == {
-        "s3MonitoringConfiguration": {"logUri": f"s3://{s.lake_bucket}/emr-serverless-logs/"}
-    }
-    meta = result.get_asset_materialization_events()[0].materialization.metadata
-    assert meta["records_inserted"].value == 2  # the older delete of 7 was ignored
-    assert meta["AWS EMR Serverless Job Run ID"].value == run["id"]
 
 
 def test_a_failed_emr_serverless_run_is_a_failure_with_its_details_and_logs():
