@@ -125,8 +125,9 @@ def _resolved(node: Any, stack: str) -> Any:
 
 
 def deploy(template: dict[str, Any], aws: dict[str, Any]) -> dict[str, str]:
-    """Deploy what moto can of ``template`` as a new stack; the ``CDC_LAKE_*`` variables of its
-    outputs, and of what the test made through moto's APIs from the template's properties."""
+    """Deploy what moto can of ``template`` as a new stack. Its outputs, by the name each one's
+    description gives, with the application moto's API made in place of the output that
+    CloudFormation could not give."""
     stack = f"cdc-lake-{secrets.token_hex(3)}"
     aws["cloudformation"].create_stack(
         StackName=stack, TemplateBody=json.dumps(moto_part(template)),
@@ -184,6 +185,11 @@ NOT_DEPLOYED = {
 }  # fmt: skip
 
 
+def prod_env(outputs: dict[str, str]) -> dict[str, str]:
+    """The deployment's environment: the stack's ``CDC_LAKE_*`` outputs and ``NOT_DEPLOYED``."""
+    return {k: v for k, v in outputs.items() if k.startswith("CDC_LAKE_")} | NOT_DEPLOYED
+
+
 def test_the_stack_deployed_to_moto_gives_the_prod_settings_and_resources(
     synth: Synth, aws: dict[str, Any]
 ):
@@ -208,7 +214,7 @@ def test_the_stack_deployed_to_moto_gives_the_prod_settings_and_resources(
     ]
 
     # The production settings from the outputs; what moto cannot deploy, from the deployment.
-    env = {k: v for k, v in outputs.items() if k.startswith("CDC_LAKE_")} | NOT_DEPLOYED
+    env = prod_env(outputs)
     settings = ProdSettings.from_env(env)
     assert settings.lake_bucket == outputs["CDC_LAKE_LAKE_BUCKET"]
     resources = prod_resources(env)
@@ -235,7 +241,7 @@ def test_the_refresh_runs_on_emr_serverless_with_the_deployed_stacks_settings(
     # SCHEDULED ones and gives them the state EMR would.
     monkeypatch.setattr(serverless_models, "JOB_STATUS", "SCHEDULED")
     outputs = deploy(synth.template, aws)
-    env = {k: v for k, v in outputs.items() if k.startswith("CDC_LAKE_")} | NOT_DEPLOYED
+    env = prod_env(outputs)
     settings = ProdSettings.from_env(env)
     assert settings.spark_target == EMR_SERVERLESS  # the stack's default target
     launcher = prod_resources(env)["spark_jobs"]
