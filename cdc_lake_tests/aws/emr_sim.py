@@ -68,6 +68,10 @@ class EmrSimulator:
         self._python.chmod(0o755)
 
     def __enter__(self) -> EmrSimulator:
+        # Only what is submitted from now on: a step or job run that an earlier test left in
+        # moto's backend is not played again.
+        self._seen |= {s.id for c in self._emr().clusters.values() for s in c.steps}
+        self._seen |= {r.id for runs in self._serverless().job_runs.values() for r in runs}
         self._thread.start()
         return self
 
@@ -76,23 +80,27 @@ class EmrSimulator:
         self._thread.join(timeout=30)
 
     # --- watching moto -----------------------------------------------------------------------
+    def _emr(self) -> Any:
+        return emr_backends[DEFAULT_ACCOUNT_ID][self.region]
+
+    def _serverless(self) -> Any:
+        return emrserverless_backends[DEFAULT_ACCOUNT_ID][self.region]
+
     def _loop(self) -> None:
         while not self._stop.is_set():
-            backend = emr_backends[DEFAULT_ACCOUNT_ID][self.region]
-            for cluster in list(backend.clusters.values()):
+            for cluster in list(self._emr().clusters.values()):
                 for step in list(cluster.steps):
                     if step.id not in self._seen and step.state in ("PENDING", "RUNNING"):
                         self._seen.add(step.id)
-                        self._guarded(self._run_step, step)
-            serverless = emrserverless_backends[DEFAULT_ACCOUNT_ID][self.region]
-            for runs in list(serverless.job_runs.values()):
+                        self._guarded(self._run_step, step, _fail_step)
+            for runs in list(self._serverless().job_runs.values()):
                 for run in list(runs):
                     if run.id not in self._seen and run.state == "SCHEDULED":
                         self._seen.add(run.id)
-                        self._guarded(self._run_serverless, run)
+                        self._guarded(self._run_serverless, run, _fail_job_run)
             time.sleep(0.2)
 
-    def _guarded(self, play: Any, submitted: Any) -> None:
+    def _guarded(self, play: Any, submitted: Any, fail: Any) -> None:
         """A simulator error fails the step or job run (with the traceback as an execution),
         rather than leaving it pending for the client to poll forever."""
         try:
@@ -100,11 +108,7 @@ class EmrSimulator:
         except Exception:
             error = traceback.format_exc()
             self.executions.append(Execution([], [], -1, "", error))
-            if hasattr(submitted, "job_driver"):
-                submitted.state, submitted.state_details = "FAILED", error[-500:]
-            else:
-                submitted.state = "FAILED"
-                submitted.last_state_change_reason = error[-500:]
+            fail(submitted, error[-500:])
 
     def _run_step(self, step: Any) -> None:
         args = list(step.args)
@@ -136,8 +140,7 @@ class EmrSimulator:
 
     def _upload_step_logs(self, step: Any) -> None:
         """stdout and stderr, gzipped where EMR puts a step's logs under the cluster's LogUri."""
-        backend = emr_backends[DEFAULT_ACCOUNT_ID][self.region]
-        cluster = next(c for c in backend.clusters.values() if step in c.steps)
+        cluster = next(c for c in self._emr().clusters.values() if step in c.steps)
         if not cluster.log_uri:
             return
         bucket, _, prefix = cluster.log_uri.removeprefix("s3://").partition("/")
@@ -199,3 +202,11 @@ class EmrSimulator:
             Execution(args, cmd, proc.returncode, proc.stdout[-20000:], proc.stderr[-20000:])
         )
         return proc.returncode
+
+
+def _fail_step(step: Any, reason: str) -> None:
+    step.state, step.last_state_change_reason = "FAILED", reason
+
+
+def _fail_job_run(run: Any, reason: str) -> None:
+    run.state, run.state_details = "FAILED", reason

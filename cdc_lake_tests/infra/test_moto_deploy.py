@@ -23,7 +23,6 @@ import contextlib
 import copy
 import dataclasses
 import json
-import os
 import secrets
 import string
 from typing import Any
@@ -101,12 +100,11 @@ def moto_part(template: dict[str, Any]) -> dict[str, Any]:
 @pytest.fixture
 def aws(moto_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     """boto3's default chain pointed at moto (as the prod resources will use it)."""
-    monkeypatch.setenv("AWS_ENDPOINT_URL", moto_endpoint)
-    monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
-    # moto takes any key; keys already set (the local S3 server's, for Spark) stay.
-    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
-        if not os.environ.get(name):
-            monkeypatch.setenv(name, "testing")
+    moto = {"AWS_ENDPOINT_URL": moto_endpoint, "AWS_ACCESS_KEY_ID": "testing",
+            "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": REGION}  # fmt: skip
+    for name, value in moto.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv("AWS_SESSION_TOKEN", raising=False)
     # A session of its own: boto3's default one would keep these keys for later tests.
     session = boto3.Session(region_name=REGION)
     return {n: session.client(n)
@@ -228,8 +226,9 @@ def test_the_stack_deployed_to_moto_gives_the_prod_settings_and_resources(
     assert settings.msk is not None
     secret = aws["secretsmanager"].get_secret_value(SecretId=settings.msk.db_secret)
     assert set(json.loads(secret["SecretString"])) == {settings.msk.db_secret_key}
+    # The application the settings name is the one made from the template.
     app = aws["emr-serverless"].get_application(applicationId=settings.spark["application_id"])
-    assert app["application"]["releaseLabel"].startswith("emr-7.")
+    assert app["application"]["name"].endswith("-spark")
 
 
 def test_the_refresh_runs_on_emr_serverless_with_the_deployed_stacks_settings(
@@ -247,15 +246,19 @@ def test_the_refresh_runs_on_emr_serverless_with_the_deployed_stacks_settings(
     launcher = prod_resources(env)["spark_jobs"]
     assert isinstance(launcher, EmrServerlessLauncher)
     # Where AWS is, here: moto's control plane; S3 is the local S3 server, holding the stack's
-    # lake bucket (code, Pipes messages and logs go there, as in production).
+    # lake bucket (the code and the Pipes messages go there, as in production). The lake table
+    # is the synthetic one of the local resources: only the launcher comes from the stack.
     s = local_stack.settings
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):  # the local S3 server's, for Spark
+        monkeypatch.setenv(name, secret_env[name])
     s3 = local_stack.service("s3").client()  # type: ignore[attr-defined]
     lake_bucket = outputs["CDC_LAKE_LAKE_BUCKET"]
     s3.create_bucket(Bucket=lake_bucket)
     here = {"endpoint_url": aws["emr-serverless"].meta.endpoint_url,
             "s3_endpoint_url": s.s3_endpoint, "poll_interval_s": 0.5}  # fmt: skip
     jobs = prod_spark_launcher(dataclasses.replace(settings, spark=settings.spark | here))
-    assert type(jobs) is type(launcher)
+    # The prod resources' launcher but for where AWS is.
+    assert jobs.model_dump() == launcher.model_dump() | here
     syn = synthetic_lake(local_stack)
     syn.put([event(7, 100, 1), event(8, 100, 2), event(7, 50, 0, op="d", deleted=True)])
     resources = synthetic_resources(local_stack, syn, jobs)
