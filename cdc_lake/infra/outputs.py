@@ -8,11 +8,22 @@ secret is an output: the stack names the secrets, and the deployment injects the
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 OUTPUT_PREFIX = "cdc-lake: "
 CLUSTER_ARN = "MSK_CLUSTER_ARN"  # an output, not a variable: where the brokers are asked
 BOOTSTRAP_VAR = "CDC_LAKE_KAFKA_BOOTSTRAP"
+
+
+def named_outputs(outputs: Iterable[dict[str, Any]], value: str = "OutputValue") -> dict[str, Any]:
+    """Name -> value of the outputs that carry a name in their description: a deployed stack's
+    (``OutputValue``), or a template's (``value="Value"``, its intrinsics as they are)."""
+    return {
+        o["Description"].removeprefix(OUTPUT_PREFIX): o[value]
+        for o in outputs
+        if o.get("Description", "").startswith(OUTPUT_PREFIX)
+    }
 
 
 def stack_variables(cloudformation: Any, kafka: Any, stack: str) -> dict[str, str]:
@@ -21,11 +32,7 @@ def stack_variables(cloudformation: Any, kafka: Any, stack: str) -> dict[str, st
     found = cloudformation.describe_stacks(StackName=stack)["Stacks"]
     if not found:
         raise ValueError(f"CloudFormation stack {stack!r} not found")
-    named: dict[str, str] = {}
-    for output in found[0].get("Outputs", []):
-        description = output.get("Description", "")
-        if description.startswith(OUTPUT_PREFIX):
-            named[description.removeprefix(OUTPUT_PREFIX)] = output["OutputValue"]
+    named = named_outputs(found[0].get("Outputs", []))
     if CLUSTER_ARN not in named:
         raise ValueError(f"stack {stack!r} has no cdc-lake outputs (is it a cdc-lake stack?)")
     brokers = kafka.get_bootstrap_brokers(ClusterArn=named[CLUSTER_ARN])

@@ -16,11 +16,12 @@ from cdc_lake_tests.aws.emr_sim import EmrSimulator
 ROLE = "arn:aws:iam::123456789012:role/cdc-lake-emr"
 
 
-def _state(client, app: str, run: str, leave: str, timeout_s: float = 30) -> dict:
+def _after_scheduled(client, app: str, run: str, timeout_s: float = 30) -> dict:
+    """The job run once it has left SCHEDULED (or as it is after ``timeout_s``)."""
     deadline = time.monotonic() + timeout_s
     while True:
         detail = client.get_job_run(applicationId=app, jobRunId=run)["jobRun"]
-        if detail["state"] != leave or time.monotonic() > deadline:
+        if detail["state"] != "SCHEDULED" or time.monotonic() > deadline:
             return detail
         time.sleep(0.2)
 
@@ -44,11 +45,12 @@ def test_a_job_run_it_cannot_play_fails_with_the_reason_and_is_not_played_again(
 
     with EmrSimulator(settings, s3, REGION) as sim:
         run = client.start_job_run(applicationId=app, executionRoleArn=ROLE, jobDriver=driver)
-        detail = _state(client, app, run["jobRunId"], leave="SCHEDULED")
+        detail = _after_scheduled(client, app, run["jobRunId"])
     # Failed, with the simulator's error, instead of scheduled for ever.
     assert detail["state"] == "FAILED"
     assert "HeadObject" in detail["stateDetails"]
     assert [e.returncode for e in sim.executions] == [-1]
     assert "cdc_lake_tests/aws/emr_sim.py" in sim.executions[0].stderr
     # The run submitted before the simulator started was not its to play.
-    assert _state(client, app, left["jobRunId"], leave="", timeout_s=0)["state"] == "SCHEDULED"
+    before = client.get_job_run(applicationId=app, jobRunId=left["jobRunId"])["jobRun"]
+    assert before["state"] == "SCHEDULED"

@@ -33,7 +33,7 @@ import pytest
 
 from bench.synthetic import event
 from cdc_lake.defs.lake.assets import cdc_events_hudi
-from cdc_lake.infra.outputs import OUTPUT_PREFIX
+from cdc_lake.infra.outputs import named_outputs
 from cdc_lake.resources.prod import (
     EMR_SERVERLESS,
     ProdSettings,
@@ -133,8 +133,7 @@ def deploy(template: dict[str, Any], aws: dict[str, Any]) -> dict[str, str]:
     )  # fmt: skip
     (deployed,) = aws["cloudformation"].describe_stacks(StackName=stack)["Stacks"]
     assert deployed["StackStatus"] == "CREATE_COMPLETE", deployed.get("StackStatusReason")
-    outputs = {o["Description"].removeprefix(OUTPUT_PREFIX): o["OutputValue"]
-               for o in deployed["Outputs"]}  # fmt: skip
+    outputs = named_outputs(deployed["Outputs"])
     # What moto's CloudFormation has no model for, from the template's own properties.
     for logical_id, resource in template["Resources"].items():
         props = resource["Properties"]
@@ -157,21 +156,14 @@ def deploy(template: dict[str, Any], aws: dict[str, Any]) -> dict[str, str]:
                 sm.put_secret_value(SecretId=name, SecretString=json.dumps(value))
         elif resource["Type"] == "AWS::EMRServerless::Application":
             # The output that names it referred to the undeployed application: set it here.
-            assert _references(_output(template, "CDC_LAKE_EMR_SERVERLESS_APP_ID"), set()) == {
-                logical_id
-            }
+            declared = named_outputs(template["Outputs"].values(), value="Value")
+            assert _references(declared["CDC_LAKE_EMR_SERVERLESS_APP_ID"], set()) == {logical_id}
             outputs["CDC_LAKE_EMR_SERVERLESS_APP_ID"] = aws["emr-serverless"].create_application(
                 name=_resolved(props["Name"], stack), releaseLabel=props["ReleaseLabel"],
                 type=props["Type"],
             )["applicationId"]  # fmt: skip
     assert {r["Type"] for r in template["Resources"].values()} >= BY_API
     return outputs
-
-
-def _output(template: dict[str, Any], variable: str) -> Any:
-    (value,) = [o["Value"] for o in template["Outputs"].values()
-                if o["Description"] == OUTPUT_PREFIX + variable]  # fmt: skip
-    return value
 
 
 # What moto cannot deploy (the database, MSK and its subnets), as a deployment would give it.
