@@ -149,17 +149,20 @@ class HudiTableConfig:
                 ),
             }
         # Both indexes are global: a key is unique across partitions, and moves between them.
+        # Reconciling a move reads every record of each file group a batch touches, most of a
+        # large table (docs/benchmarks.md, issue 25): only where a key can change partition.
+        moves = str(bool(self.partition_field)).lower()
         if self.index_type == "RECORD_INDEX":
             opts |= {
                 "hoodie.index.type": "RECORD_INDEX",
                 "hoodie.metadata.enable": "true",
                 "hoodie.metadata.record.index.enable": "true",
-                "hoodie.record.index.update.partition.path": "true",
+                "hoodie.record.index.update.partition.path": moves,
             }
         else:
             opts |= {
                 "hoodie.index.type": "GLOBAL_SIMPLE",
-                "hoodie.simple.index.update.partition.path": "true",
+                "hoodie.simple.index.update.partition.path": moves,
             }
         if self.table_type == "MERGE_ON_READ":
             opts |= {

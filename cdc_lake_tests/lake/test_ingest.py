@@ -135,6 +135,34 @@ def test_partition_change_leaves_no_duplicate(spark, lake: SyntheticLake):
     assert [(r["order_id"], r["order_year"]) for r in df.collect()] == [(1, "1998")]
 
 
+@pytest.mark.parametrize("index_type", ["RECORD_INDEX", "GLOBAL_SIMPLE"])
+def test_a_table_without_partitions_upserts_without_move_reconciliation(
+    spark, lake: SyntheticLake, index_type: str
+):
+    # No key can change partition in a table without partitions, so Hudi is not asked to
+    # reconcile moves (a read of every record of the file groups a batch touches).
+    option = {
+        "RECORD_INDEX": "hoodie.record.index.update.partition.path",
+        "GLOBAL_SIMPLE": "hoodie.simple.index.update.partition.path",
+    }[index_type]
+    table = lake.table(partition_field="", index_type=index_type)
+    assert table.write_options()[option] == "false"
+    assert lake.table(index_type=index_type).write_options()[option] == "true"
+
+    lake.put([event(i, 100, i, op="c", order_date=9700) for i in (1, 2, 3)])
+    _ingest(spark, lake, table=table)
+    lake.put([
+        event(1, 200, 4, order_date=10300),  # a year later: a move in a partitioned table
+        event(2, 200, 5, op="d", deleted=True),
+        event(3, 50, 0, shipped_date=10001),  # older than the row: ignored
+    ])  # fmt: skip
+    _ingest(spark, lake, table=table)
+    rows = _rows(spark, table.base_path)
+    assert set(rows) == {1, 3}
+    assert rows[1][2] == day(10300) and rows[3][3] == day(10000)
+    assert read_table(spark, table.base_path).filter("order_id = 1").count() == 1
+
+
 def test_merge_on_read_upserts_and_compacts(spark, lake: SyntheticLake):
     # Without small-file handling, updates go to log files, which is what compaction merges.
     table = lake.table(
