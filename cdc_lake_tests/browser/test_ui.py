@@ -226,7 +226,8 @@ def test_sensor_turned_on_after_a_workload_runs_one_refresh(
         assert len(sensor_runs(ui.instance, name, since)) == 1
         with ui.step(page, "sensor-ticks"):
             # The tick table shows the latest 25 ticks of every status; on a slow machine the
-            # skipped ticks during the run push the requesting one off it. "Success" filters.
+            # skipped ticks during the run push the requesting one off it. The "Requested"
+            # filter (``status=success``) keeps only ticks that requested runs.
             _open(ui, page, f"{ui.url}/locations/{LOCATION}/sensors/{name}?status=success")
             page.get_by_text("1 run requested").first.wait_for()
     finally:
