@@ -1,9 +1,11 @@
 """Commit cost: what one small Hudi commit costs, and the same commit with other options, paired.
 
 ``python -m bench.commit_cost --port-base 19600 [--variant NAME:KEY=VALUE[,KEY=VALUE]] ...``
-starts an S3 server of its own, a warm local Spark session with its event log on, and one Hudi
-table per side (the defaults, then one per ``--variant``), each seeded with the same history
-(``--history`` events over history/5 orders, the scale benchmark's generator). Each round puts
+(a key ``cdc_lake.FIELD`` with a JSON value sets a field of HudiTableConfig, as in the peers
+benchmark: ``--variant 'flat:cdc_lake.partition_field=""'``) starts an S3 server of its own, a
+warm local Spark session with its event log on, and one Hudi table per side (the defaults,
+then one per ``--variant``), each seeded with the same history (``--history`` events over
+history/5 orders, the scale benchmark's generator). Each round puts
 ``--files`` new raw files of ``--changes`` updates each, then runs the upsert app's work on
 every table in a rotating order: ``ingest_new_files`` and the checks (``table_state.evaluate``
 from the previous round's state, as the lake asset does). Medians per side and their ratio to
@@ -31,11 +33,25 @@ import tempfile
 import time
 import uuid
 from collections import defaultdict
+from dataclasses import fields as dataclass_fields
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from bench.harness import rotation
+from bench.peers import variant_table
 from bench.scale import TOPIC, put_updates, write_raw
+from cdc_lake.lake.hudi import HudiTableConfig
+
+
+def changed_fields(table: HudiTableConfig) -> dict[str, Any]:
+    """The table's settings that differ from HudiTableConfig's defaults (its path aside)."""
+    default = HudiTableConfig(base_path=table.base_path)
+    return {
+        f.name: getattr(table, f.name)
+        for f in dataclass_fields(table)
+        if getattr(table, f.name) != getattr(default, f.name)
+    }
 
 
 def read_event_log(log_dir: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -100,7 +116,6 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", default="")
     args = ap.parse_args(argv)
 
-    from cdc_lake.lake.hudi import HudiTableConfig
     from cdc_lake.lake.ingest import RawSource, ingest_new_files
     from cdc_lake.lake.table_state import evaluate
     from cdc_lake.spark_apps import jvm_names
@@ -148,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
             sides.setdefault(name, {})
         base = f"s3a://{settings.lake_bucket}/{prefix}"
         tables = {
-            name: HudiTableConfig(base_path=f"{base}{name}", extra_options=opts, **fields[name])
+            name: replace(variant_table(f"{base}{name}", opts), **fields[name])
             for name, opts in sides.items()
         }
         states: dict[str, Any] = {}
@@ -210,7 +225,7 @@ def main(argv: list[str] | None = None) -> int:
         run = statistics.median(m[2] + m[3] for m in marks[name])
         same = (states[name]["digest"], states[name]["rows"]) == (ref["digest"], ref["rows"])
         out["sides"][name] = {
-            "options": sides[name], "fields": fields.get(name, {}),
+            "options": sides[name], "fields": changed_fields(tables[name]),
             "ingest_s": ingest, "checks_s": statistics.median(m[3] for m in marks[name]),
             "run_s": run, "ingest_ratio": ingest / base_ingest, "run_ratio": run / base_run,
             "same_rows": same, "last_round_jobs": timeline,

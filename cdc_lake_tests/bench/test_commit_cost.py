@@ -1,8 +1,8 @@
-"""The commit-cost profiler once at a tiny size, so it keeps working: two tables with the same
-options (the defaults and a control) take the same commits and end with the same live rows, and
-the Spark event log attributes each commit's jobs and stages. It runs in a process of its own
-(``python -m bench.commit_cost``): it needs a Spark session with its event log on, and stops it
-at the end. No timing is asserted.
+"""The commit-cost profiler once at a tiny size, so it keeps working: two tables, the defaults
+and a variant that sets a table field (no partitions), take the same commits and end with the
+same live rows, and the Spark event log attributes each commit's jobs and stages. It runs in a
+process of its own (``python -m bench.commit_cost``): it needs a Spark session with its event
+log on, and stops it at the end. No timing is asserted.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from cdc_lake.lake.hudi import HudiTableConfig
 from cdc_lake_tests.conftest import TEST_PORT_BASE
 
 
@@ -20,14 +21,17 @@ def test_commit_cost_profiles_commits_and_pairs_sides(tmp_path: Path):
     proc = subprocess.run(
         [sys.executable, "-m", "bench.commit_cost", "--port-base", str(TEST_PORT_BASE + 800),
          "--history", "500", "--files", "1", "--changes", "5", "--rounds", "2",
-         "--variant", "ctrl:", "--json", str(out)],
+         "--variant", 'flat:cdc_lake.partition_field=""', "--json", str(out)],
         capture_output=True, text=True, timeout=900,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
     sides = json.loads(out.read_text())["sides"]
-    assert set(sides) == {"default", "ctrl"}
+    assert set(sides) == {"default", "flat"}
+    # The variant's cdc_lake.FIELD set the table's field; the defaults' table kept its own.
+    assert sides["flat"]["fields"] == {"partition_field": ""}
+    assert sides["default"]["fields"] == {} and HudiTableConfig.partition_field
     for name, side in sides.items():
-        assert side["same_rows"], name  # the control ended with the defaults' digest
+        assert side["same_rows"], name  # the variant ended with the defaults' digest
         assert side["jobs_per_run"] > 0 and side["stages_per_run"] > 0, name
         assert side["ingest_s"] > 0 and side["checks_s"] > 0, name
         assert side["last_round_jobs"] and side["top_stages"], name
