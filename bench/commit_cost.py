@@ -34,12 +34,11 @@ import time
 import uuid
 from collections import defaultdict
 from dataclasses import fields as dataclass_fields
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from bench.harness import rotation
-from bench.peers import variant_table
+from bench.peers import FIELD_PREFIX, variant_table
 from bench.scale import TOPIC, put_updates, write_raw
 from cdc_lake.lake.hudi import HudiTableConfig
 
@@ -155,17 +154,12 @@ def main(argv: list[str] | None = None) -> int:
         for v in args.variant:
             name, _, kvs = v.partition(":")
             sides[name] = dict(kv.split("=", 1) for kv in kvs.split(",") if kv)
-        fields: dict[str, dict[str, Any]] = defaultdict(dict)
-        for t in args.table:
+        for t in args.table:  # NAME:FIELD=INT is --variant NAME:cdc_lake.FIELD=INT
             name, _, kv = t.partition(":")
-            k, v = kv.split("=", 1)
-            fields[name][k] = int(v)
-            sides.setdefault(name, {})
+            field, value = kv.split("=", 1)
+            sides.setdefault(name, {})[FIELD_PREFIX + field] = value
         base = f"s3a://{settings.lake_bucket}/{prefix}"
-        tables = {
-            name: replace(variant_table(f"{base}{name}", opts), **fields[name])
-            for name, opts in sides.items()
-        }
+        tables = {name: variant_table(f"{base}{name}", opts) for name, opts in sides.items()}
         states: dict[str, Any] = {}
         for name, table in tables.items():
             res = ingest_new_files(spark, client, source, table)
