@@ -2,9 +2,9 @@
 
 ``python -m bench.commit_cost --port-base 19600 [--variant NAME:KEY=VALUE[,KEY=VALUE]] ...``
 (a key ``cdc_lake.FIELD`` with a JSON value sets a field of HudiTableConfig, as in the peers
-benchmark: ``--variant 'flat:cdc_lake.partition_field=""'``) starts an S3 server of its own, a
-warm local Spark session with its event log on, and one Hudi table per side (the defaults,
-then one per ``--variant``), each seeded with the same history (``--history`` events over
+benchmark: ``--variant 'part:cdc_lake.partition_field="order_year"'``) starts an S3 server of
+its own, a warm local Spark session with its event log on, and one Hudi table per side (the
+defaults, then one per ``--variant``), each seeded with the same history (``--history`` events over
 history/5 orders, the scale benchmark's generator). Each round puts
 ``--files`` new raw files of ``--changes`` updates each, then runs the upsert app's work on
 every table in a rotating order: ``ingest_new_files`` and the checks (``table_state.evaluate``
@@ -170,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
         marks: dict[str, list[tuple[int, int, float, float]]] = defaultdict(list)
         names = list(tables)
         for r in range(args.rounds):
-            # One update in 20 moves its order to another partition, as users' can.
+            # One update in 20 changes its order's year: a move in a partitioned table.
             put_updates(client, settings.raw_bucket, prefix, offsets, args.files, args.changes,
                         args.history // 5, r, stride=10_000, move_every=20)  # fmt: skip
             for name in rotation(tuple(names), r):

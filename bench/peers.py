@@ -226,6 +226,7 @@ def worker(cfg: dict[str, Any]) -> dict[str, Any]:
             if self.name == "D":
                 rows.write.mode("append").parquet(f"{self.target()}/v0")
             elif self.name in ("B", "B2"):
+                # The peers' layout is by year, cdc-lake's default until 2026-11-29.
                 rows.write.format("delta").partitionBy("order_year").mode("append").save(
                     self.target()
                 )

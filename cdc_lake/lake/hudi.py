@@ -4,8 +4,12 @@ Semantics the options guarantee:
 - **Key, ordering and deletes** follow the merge rule of ``cdc_lake/lake/ordering.py``, whose
   ``merge_options`` these options include. ``delete_mode`` is ``hard`` (the default) or
   ``soft``.
-- **Partitioning.** Partitioned by ``order_year`` by default. The index is global, and a record
-  whose partition value changes is deleted from its old partition, so no duplicate is left.
+- **Partitioning.** None by default: no key can change partition, so an upsert never reads the
+  records of the file groups it touches to reconcile a move (a batch of 10,000 changes into 1M
+  orders: 0.55-0.70x of the time of the ``order_year`` layout, docs/benchmarks.md). ``partition_field="order_year"`` partitions by
+  year; the index is global, and a record whose partition value changes is deleted from its old
+  partition, so no duplicate is left. The layout is fixed when the table is created: writes to an
+  existing table follow the layout it records (``laid_out_as``), whatever the setting says.
 - **Index.** The record-level index (``RECORD_INDEX``, kept in Hudi's metadata table) by default:
   an upsert looks its keys up instead of reading the keys of every base file, so its cost grows
   with the new work, not with the table (``python -m bench --only index``: 1.09x from 2,000 to
@@ -35,9 +39,10 @@ from __future__ import annotations
 import itertools
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from cdc_lake.aws.glue import glue_sync_options
 from cdc_lake.lake import ordering as O
 from cdc_lake.lake.changes import CHANGE_FEED_OPTIONS
 from cdc_lake.lake.checkpoint import CHECKPOINT_KEY
@@ -71,7 +76,9 @@ class HudiTableConfig:
     base_path: str
     table_name: str = "cdc_events"
     table_type: str = "COPY_ON_WRITE"
-    partition_field: str = "order_year"  # "" for a non-partitioned table
+    # The partition column ("": none). Takes effect when the table is created; an existing
+    # table keeps the layout it records (``laid_out_as``).
+    partition_field: str = ""
     delete_mode: O.DeleteMode = "hard"
     parallelism: int = 2
     compaction_delta_commits: int = 5  # MERGE_ON_READ: compact inline after this many
@@ -99,7 +106,10 @@ class HudiTableConfig:
     # Plan the cleaner every this many commits instead of after each: it keeps the same file
     # versions (``hoodie.cleaner.commits.retained``), it only looks for them less often.
     clean_every_commits: int = 10
-    # Passed through as they are, e.g. Glue/Hive sync options in production.
+    # Production: Hudi's meta sync into this Glue database after each commit (cdc_lake/aws/glue.py),
+    # with the partition fields of the layout written.
+    glue_database: str | None = None
+    # Passed through as they are.
     extra_options: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -113,6 +123,14 @@ class HudiTableConfig:
             raise ValueError(
                 f"index_type must be RECORD_INDEX or GLOBAL_SIMPLE: {self.index_type!r}"
             )
+
+    def laid_out_as(self, recorded: str | None) -> HudiTableConfig:
+        """This config with the partitioning an existing table records (``recorded``, from
+        ``recorded_partition_field``; None: no table yet, the setting holds). Hudi cannot change
+        a table's layout in place, and refuses a write whose key generator differs."""
+        if recorded is None or recorded == self.partition_field:
+            return self
+        return replace(self, partition_field=recorded)
 
     def write_options(
         self, checkpoint: dict[str, Any] | None = None, schema: LakeSchema | None = None
@@ -173,6 +191,8 @@ class HudiTableConfig:
             }
         if self.change_feed:
             opts |= CHANGE_FEED_OPTIONS
+        if self.glue_database:
+            opts |= glue_sync_options(self.glue_database, self.table_name, self.partition_field)
         if checkpoint is not None:
             # Options starting with "_" become the commit's extra metadata.
             opts[CHECKPOINT_KEY] = json.dumps(checkpoint, sort_keys=True)
@@ -201,6 +221,15 @@ def _meta_client(spark: SparkSession, base_path: str) -> Any:
 
 def table_exists(spark: SparkSession, base_path: str) -> bool:
     return path_exists(spark, f"{base_path.rstrip('/')}/.hoodie/hoodie.properties")
+
+
+def recorded_partition_field(spark: SparkSession, base_path: str) -> str | None:
+    """The partition field the table at ``base_path`` was created with ("": none); None when
+    there is no table."""
+    if not table_exists(spark, base_path):
+        return None
+    fields = _meta_client(spark, base_path).getTableConfig().getPartitionFieldProp()
+    return str(fields or "")
 
 
 def has_change_feed(spark: SparkSession, base_path: str) -> bool:

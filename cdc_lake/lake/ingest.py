@@ -19,7 +19,9 @@ One run:
 5. keeps the latest change per order (``cdc_lake/lake/ordering.py``). When the batch holds the
    last record of a completed Debezium snapshot, the live orders older than that snapshot are
    deleted (``cdc_lake/lake/snapshots.py``): the snapshot no longer held them;
-6. upserts the result. The new checkpoint goes into the same Hudi commit.
+6. upserts the result. The new checkpoint goes into the same Hudi commit. An existing table is
+   written in the layout it was created with (its partition field), whatever the setting says
+   now: Hudi cannot change it in place (``IngestResult.layout_note`` says when they differ).
 
 Schema
     Before reading anything, the source's columns (its catalog's, passed in by the caller) are
@@ -63,6 +65,7 @@ from cdc_lake.lake.hudi import (
     latest_checkpoint,
     latest_commit,
     latest_schema,
+    recorded_partition_field,
     table_exists,
 )
 from cdc_lake.lake.schema import (
@@ -136,6 +139,9 @@ class IngestResult:
     # ``change_set_error`` may say why.
     change_set_rows: int | None = None
     change_set_error: str = ""
+    # The partition field written ("": none), and why it is not the setting's, if it is not.
+    partition_field: str = ""
+    layout_note: str = ""
 
     def change_set_text(self) -> str:
         if self.committed is None:
@@ -372,6 +378,7 @@ def ingest_new_files(
     says. A line over ``max_line_mb`` is bad. ``source_columns``: the source table's columns as
     its catalog lists them now; ``declared``: as ``sql/`` declares them (``lake_schema``)."""
     t0 = time.monotonic()
+    table, note = _as_recorded(spark, table)
     schema, backfill, untaken = lake_schema(spark, table, source_columns, captured, declared)
     stored = current_checkpoint(spark, s3_client, source, table)
     start = stored.rewound(replay_from) if replay_from is not None else stored
@@ -384,6 +391,8 @@ def ingest_new_files(
         ignored_keys=plan.ignored,
         list_requests=plan.list_requests,
         schema=schema,
+        partition_field=table.partition_field,
+        layout_note=note,
     )
     if not objects:
         if backfill or untaken:
@@ -463,6 +472,24 @@ def ingest_new_files(
     result.checkpoint = new_checkpoint.to_json()
     result.seconds = time.monotonic() - t0
     return result
+
+
+def _as_recorded(spark: SparkSession, table: HudiTableConfig) -> tuple[HudiTableConfig, str]:
+    """``table`` in the layout an existing table records, and a note when the setting differs
+    (a new layout needs a new table: README, "Partitions")."""
+    recorded = recorded_partition_field(spark, table.base_path)
+    written = table.laid_out_as(recorded)
+    if written.partition_field == table.partition_field:
+        return table, ""
+    return written, (
+        f"the table was created {_layout(recorded or '')} and is written so; the setting "
+        f"partition_field={table.partition_field!r} ({_layout(table.partition_field)}) applies "
+        "to new tables only"
+    )
+
+
+def _layout(partition_field: str) -> str:
+    return f"partitioned by {partition_field}" if partition_field else "without partitions"
 
 
 def _commit_backfill(

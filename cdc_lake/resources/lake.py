@@ -42,6 +42,8 @@ class LakeResource(dg.ConfigurableResource):
     order_items_prefix: str = "marts/order_items"
     quarantine_prefix: str = "quarantine/cdc_events"
     table_type: str = _TABLE["table_type"]
+    # The outbox's partition column ("order_year"; "": none, the default). Takes effect when
+    # the table is created: an existing table keeps its layout (README, "Partitions").
     partition_field: str = _TABLE["partition_field"]
     delete_mode: DeleteMode = _TABLE["delete_mode"]
     quarantine: bool = False
@@ -63,7 +65,7 @@ class LakeResource(dg.ConfigurableResource):
     hudi_options: dict[str, str] = {}
     # Production: Hudi meta sync of both tables (cdc_events, order_items) into this database.
     # None: no Glue catalog (locally, or CDC_LAKE_GLUE_DATABASE=none).
-    glue_database: str | None = None
+    glue_database: str | None = _TABLE["glue_database"]
     region: str = CdcConnectorSettings.region
 
     def uri(self, prefix: str) -> str:
@@ -100,15 +102,9 @@ class LakeResource(dg.ConfigurableResource):
         return HudiTableConfig(
             base_path=self.uri(self.table_prefix_of(table)),
             table_name=table.name,
-            extra_options={**self.catalog_options(table, shared["partition_field"]),
-                           **self.hudi_options},
+            extra_options=dict(self.hudi_options),
             **shared,
-        )  # fmt: skip
-
-    def catalog_options(self, table: CapturedTable, partition_field: str) -> dict[str, str]:
-        if not self.glue_database:
-            return {}
-        return glue_sync_options(self.glue_database, table.name, partition_field)
+        )
 
     def upsert_params(
         self,

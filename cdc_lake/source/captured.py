@@ -30,7 +30,9 @@ class CapturedTable:
     source: str  # schema-qualified, as Debezium's table.include.list names it
     key: str  # the record key: one lake row per value
     ddl_file: str  # the file in sql/ whose CREATE TABLE declares it
-    # The lake's partition column, and the source date column whose year it is ("": none).
+    # A lake column of its own, the year of a source date column ("": none), and the table's
+    # partition column. The outbox's is only a column: its layout is LakeResource's
+    # ``partition_field`` setting (none by default).
     partition_field: str = ""
     partition_from: str = ""
     # What one row is, in the names of its checks ("no_deleted_orders"); "": the table's name.

@@ -125,6 +125,7 @@ class UpsertReport:
     CHECKPOINT: Final = "checkpoint"  # the table's checkpoint after the run (the sensor's)
     LIVE_KEY_DIGEST: Final = "live_key_digest"  # what matches_source compares
     LAKE_SCHEMA: Final = "lake_schema"  # the lake's columns and their version
+    LAYOUT_NOTE: Final = "layout_note"  # the table's layout is not the setting's: why
 
 
 class OrderItemsReport:

@@ -80,10 +80,14 @@ def run_upsert(spark: SparkSession, s3_client: Any, params: UpsertParams) -> App
         "ignored_raw_keys_sample": meta(result.ignored_keys[:10], "json"),
         "table_path": meta(table.base_path, "path"),
         "table_type": meta(table.table_type, "text"),
+        # The layout written: the table's own, which a changed setting does not move.
+        "partition_field": meta(result.partition_field or "none", "text"),
         UpsertReport.CHECKPOINT: meta(result.checkpoint, "json"),
         "s3_list_requests": meta(result.list_requests, "int"),
         "seconds": meta(round(result.seconds, 2), "float"),
     }
+    if result.layout_note:
+        report.metadata[UpsertReport.LAYOUT_NOTE] = meta(result.layout_note, "text")
     if schema is not None:
         report.metadata[UpsertReport.LAKE_SCHEMA] = meta(schema.to_json(), "json")
     if not exists:

@@ -1,5 +1,5 @@
 """The commit-cost profiler once at a tiny size, so it keeps working: two tables, the defaults
-and a variant that sets a table field (no partitions), take the same commits and end with the
+and a variant that sets a table field (partitioned by year), take the same commits and end with the
 same live rows, and the Spark event log attributes each commit's jobs and stages. It runs in a
 process of its own (``python -m bench.commit_cost``): it needs a Spark session with its event
 log on, and stops it at the end. No timing is asserted.
@@ -21,15 +21,15 @@ def test_commit_cost_profiles_commits_and_pairs_sides(tmp_path: Path):
     proc = subprocess.run(
         [sys.executable, "-m", "bench.commit_cost", "--port-base", str(TEST_PORT_BASE + 800),
          "--history", "500", "--files", "1", "--changes", "5", "--rounds", "2",
-         "--variant", 'flat:cdc_lake.partition_field=""', "--json", str(out)],
+         "--variant", 'part:cdc_lake.partition_field="order_year"', "--json", str(out)],
         capture_output=True, text=True, timeout=900,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
     sides = json.loads(out.read_text())["sides"]
-    assert set(sides) == {"default", "flat"}
+    assert set(sides) == {"default", "part"}
     # The variant's cdc_lake.FIELD set the table's field; the defaults' table kept its own.
-    assert sides["flat"]["fields"] == {"partition_field": ""}
-    assert sides["default"]["fields"] == {} and HudiTableConfig.partition_field
+    assert sides["part"]["fields"] == {"partition_field": "order_year"}
+    assert sides["default"]["fields"] == {} and HudiTableConfig.partition_field == ""
     for name, side in sides.items():
         assert side["same_rows"], name  # the variant ended with the defaults' digest
         assert side["jobs_per_run"] > 0 and side["stages_per_run"] > 0, name

@@ -9,7 +9,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from bench.synthetic import SyntheticLake, event
-from cdc_lake.lake.hudi import completed_commits
+from cdc_lake.lake.hudi import completed_commits, recorded_partition_field
 from cdc_lake.lake.ingest import (
     MalformedRawFileError,
     ingest_new_files,
@@ -127,12 +127,45 @@ def test_malformed_file_fails_naming_key_and_line_and_commits_nothing(spark, lak
 
 
 def test_partition_change_leaves_no_duplicate(spark, lake: SyntheticLake):
+    table = lake.table(partition_field="order_year")
     lake.put([event(1, 100, 1, order_date=9700)])  # 1996
-    _ingest(spark, lake)
+    _ingest(spark, lake, table=table)
     lake.put([event(1, 200, 2, order_date=10300)])  # 1998
-    _ingest(spark, lake)
-    df = read_table(spark, lake.table().base_path)
-    assert [(r["order_id"], r["order_year"]) for r in df.collect()] == [(1, "1998")]
+    _ingest(spark, lake, table=table)
+    rows = read_table(spark, table.base_path).collect()
+    where = [(r["order_id"], r["order_year"], r["_hoodie_partition_path"]) for r in rows]
+    assert where == [(1, "1998", "order_year=1998")]
+
+
+@pytest.mark.parametrize(("created", "setting"), [("order_year", ""), ("", "order_year")])
+def test_an_existing_table_is_written_in_the_layout_it_was_created_with(
+    spark, lake: SyntheticLake, created: str, setting: str
+):
+    # Hudi refuses a write whose key generator is not the table's (it cannot re-lay a table out):
+    # a changed setting applies to new tables, and the old one goes on as it was, saying so.
+    first = _ingest(spark, lake, table=lake.table(partition_field=created))
+    assert first.committed is None  # no raw file yet, no table
+    lake.put([event(i, 100, i, op="c", order_date=9700) for i in (1, 2, 3)])
+    first = _ingest(spark, lake, table=lake.table(partition_field=created))
+    assert first.partition_field == created and first.layout_note == ""
+
+    table = lake.table(partition_field=setting)
+    assert recorded_partition_field(spark, table.base_path) == created
+    lake.put([
+        event(1, 200, 4, order_date=10300),  # a year later: a move in the partitioned layout
+        event(2, 200, 5, op="d", deleted=True),
+    ])  # fmt: skip
+    second = _ingest(spark, lake, table=table)
+    assert second.committed is not None and second.partition_field == created
+    assert f"partition_field={setting!r}" in second.layout_note
+    assert ("partitioned by order_year" if created else "without partitions") in (
+        second.layout_note.split(";")[0]
+    )
+    assert recorded_partition_field(spark, table.base_path) == created
+    rows = read_table(spark, table.base_path).collect()
+    got = sorted((r["order_id"], r["order_year"], r["_hoodie_partition_path"]) for r in rows)
+    where = (lambda y: f"order_year={y}") if created else (lambda y: "")
+    assert got == [(1, "1998", where("1998")), (3, "1996", where("1996"))]
 
 
 @pytest.mark.parametrize("index_type", ["RECORD_INDEX", "GLOBAL_SIMPLE"])
@@ -145,9 +178,10 @@ def test_a_table_without_partitions_upserts_without_move_reconciliation(
         "RECORD_INDEX": "hoodie.record.index.update.partition.path",
         "GLOBAL_SIMPLE": "hoodie.simple.index.update.partition.path",
     }[index_type]
-    table = lake.table(partition_field="", index_type=index_type)
-    assert table.write_options()[option] == "false"
-    assert lake.table(index_type=index_type).write_options()[option] == "true"
+    table = lake.table(index_type=index_type)  # the default: no partitions
+    assert table.partition_field == "" and table.write_options()[option] == "false"
+    partitioned = lake.table(partition_field="order_year", index_type=index_type)
+    assert partitioned.write_options()[option] == "true"
 
     lake.put([event(i, 100, i, op="c", order_date=9700) for i in (1, 2, 3)])
     _ingest(spark, lake, table=table)

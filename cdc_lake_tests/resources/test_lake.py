@@ -22,7 +22,9 @@ def test_local_tables_have_no_catalog_options():
     # The record-level index by default (its cost grows with the new work; bench "index").
     assert opts["hoodie.index.type"] == "RECORD_INDEX"
     assert opts["hoodie.metadata.record.index.enable"] == "true"
-    assert opts["hoodie.record.index.update.partition.path"] == "true"
+    # No partitions by default: no key can move, so no move is reconciled.
+    assert opts["hoodie.record.index.update.partition.path"] == "false"
+    assert opts["hoodie.datasource.write.keygenerator.class"].endswith("NonpartitionedKeyGenerator")
     simple = HudiTableConfig(base_path="s3a://b/t", index_type="GLOBAL_SIMPLE").write_options()
     assert simple["hoodie.index.type"] == "GLOBAL_SIMPLE"
     with pytest.raises(ValueError, match="index_type"):
@@ -78,7 +80,7 @@ def test_the_region_and_the_glue_table_name_are_declared_once():
     assert LakeResource(lake_bucket="b").region == CdcConnectorSettings.region
     lake = LakeResource(lake_bucket="b", glue_database="datalake")
     table_name = HudiTableConfig(base_path="s3a://b/t").table_name
-    opts = lake.table_config().extra_options
+    opts = lake.table_config().write_options()
     assert opts["hoodie.datasource.hive_sync.table"] == table_name
 
 
@@ -87,12 +89,12 @@ def test_every_captured_table_has_a_hudi_table_of_its_own_beside_the_outbox_s():
 
     lake = LakeResource(lake_bucket="b", table_prefix="t/x/cdc_events", glue_database="db")
     outbox, customers = lake.table_config(OUTBOX), lake.table_config(CUSTOMERS)
-    assert outbox.base_path == "s3a://b/t/x/cdc_events" and outbox.partition_field == "order_year"
+    assert outbox.base_path == "s3a://b/t/x/cdc_events" and outbox.partition_field == ""
     assert customers.base_path == "s3a://b/t/x/customers" and customers.table_name == "customers"
     # Its partitioning is its declaration's (none), not the outbox's setting.
     assert (
         customers.partition_field == ""
-        and customers.extra_options["hoodie.datasource.hive_sync.table"] == "customers"
+        and customers.write_options()["hoodie.datasource.hive_sync.table"] == "customers"
     )
     assert lake.quarantine_prefix_of(CUSTOMERS) == "t/x/customers_quarantine"
     assert LakeResource(lake_bucket="b").table_prefix_of(CUSTOMERS) == "lake/customers"

@@ -108,7 +108,15 @@ def test_prod_resources_point_at_aws_and_hold_no_secret():
     assert opts["hoodie.datasource.meta.sync.enable"] == "true"
     assert opts["hoodie.datasource.hive_sync.mode"] == "hms"  # EMR's metastore is Glue
     assert opts["hoodie.datasource.hive_sync.database"] == "datalake"
-    assert opts["hoodie.datasource.hive_sync.partition_fields"] == "order_year"
+    # Glue's partition fields are the layout's: none by default, and an existing table's own.
+    assert "hoodie.datasource.hive_sync.partition_fields" not in opts
+    assert opts["hoodie.datasource.hive_sync.partition_extractor_class"].endswith(
+        "NonPartitionedExtractor"
+    )
+    old = lake.table_config().laid_out_as("order_year").write_options()
+    assert old["hoodie.datasource.hive_sync.partition_fields"] == "order_year"
+    assert old["hoodie.datasource.write.partitionpath.field"] == "order_year"
+    assert lake.table_config().laid_out_as(None) == lake.table_config()
     assert r["cdc"].replication_password_ref == "${secretsmanager:cdc-lake/replication:password}"
     # The password is an EnvVar, resolved at run time; no value is in the resource config.
     assert isinstance(r["postgres"].password, dg.EnvVar)

@@ -160,6 +160,8 @@ def hudi_table_asset(k: TableKeys) -> dg.AssetsDefinition:
             context.log.info(
                 f"no new raw lines since the checkpoint: nothing committed ({instant})"
             )
+        if (note := outcome.metadata.get(UpsertReport.LAYOUT_NOTE)) is not None:
+            context.log.warning(f"{k.table.name}: {note.value}")
         version = dg.DataVersion(instant) if instant != "none" else None
         extra, lead = {}, {}
         if (when := instant_time(instant)) is not None:

@@ -4,6 +4,8 @@ rescans the table and compares."""
 
 from __future__ import annotations
 
+import logging
+from dataclasses import replace
 from typing import Any
 
 import dagster as dg
@@ -12,6 +14,8 @@ from bench.synthetic import SyntheticLake, event
 from cdc_lake.defs.keys import HUDI_KEY
 from cdc_lake.defs.lake.assets import cdc_events_hudi
 from cdc_lake.defs.lake.jobs import lake_full_check_job
+from cdc_lake.lake.hudi import recorded_partition_field
+from cdc_lake.lake.ingest import ingest_new_files, read_table
 from cdc_lake.resources.local import local_resources
 from cdc_lake.stack import LocalStack
 
@@ -65,3 +69,39 @@ def test_checks_follow_the_change_feed_and_a_full_check_compares(
     rescan = _checks(run)["incremental_matches_rescan"]
     assert rescan.passed, rescan.metadata
     assert rescan.metadata["compared_now"].value is True
+
+
+def test_a_table_an_earlier_release_partitioned_keeps_its_layout_and_the_asset_says_so(
+    local_stack: LocalStack, secret_env, spark
+):
+    """The default layout is none now; a table created with ``order_year`` partitions (as the
+    default was) goes on being written so, with the setting's difference in its metadata and a
+    warning in the run's log, and its checks pass, a move between years included."""
+    s = local_stack.settings
+    client = local_stack.service("s3").client()  # type: ignore[attr-defined]
+    lake = SyntheticLake(client, s.raw_bucket, s.lake_bucket)
+    resources = local_resources(
+        s, lake={"table_prefix": f"synthetic/{lake.name}/cdc_events"}, raw_prefix=lake.raw_prefix
+    )
+    table = resources["lake"].table_config()
+    assert table.partition_field == ""
+    lake.put([event(i, 100, i, op="c", order_date=9700) for i in (1, 2, 3)])
+    ingest_new_files(spark, client, lake.source, replace(table, partition_field="order_year"))
+
+    lake.put([event(1, 200, 10, order_date=10300), event(2, 200, 11, op="d", deleted=True)])
+    instance = dg.DagsterInstance.ephemeral()
+    result = dg.materialize([cdc_events_hudi], resources=resources, instance=instance)
+    assert result.success
+    meta = _meta(result)
+    assert meta["new_commit"] is True and meta["partition_field"] == "order_year"
+    assert "created partitioned by order_year" in meta["layout_note"]
+    assert "partition_field=''" in meta["layout_note"]
+    assert all(c.passed for c in _checks(result).values()), _checks(result)
+    warnings = [e.user_message for e in instance.all_logs(result.run_id)
+                if e.level == logging.WARNING]  # fmt: skip
+    assert any("applies to new tables only" in w for w in warnings), warnings
+    assert recorded_partition_field(spark, table.base_path) == "order_year"
+    rows = read_table(spark, table.base_path).collect()
+    assert sorted((r["order_id"], r["_hoodie_partition_path"]) for r in rows) == [
+        (1, "order_year=1998"), (3, "order_year=1996")
+    ]  # fmt: skip
