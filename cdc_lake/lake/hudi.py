@@ -6,10 +6,11 @@ Semantics the options guarantee:
   ``soft``.
 - **Partitioning.** None by default: no key can change partition, so an upsert never reads the
   records of the file groups it touches to reconcile a move (a batch of 10,000 changes into 1M
-  orders: 0.55-0.70x of the time of the ``order_year`` layout, docs/benchmarks.md). ``partition_field="order_year"`` partitions by
-  year; the index is global, and a record whose partition value changes is deleted from its old
-  partition, so no duplicate is left. The layout is fixed when the table is created: writes to an
-  existing table follow the layout it records (``laid_out_as``), whatever the setting says.
+  orders: 0.55-0.70x of the time of the ``order_year`` layout, docs/benchmarks.md).
+  ``partition_field="order_year"`` partitions by year; the index is global, and a record whose
+  partition value changes is deleted from its old partition, so no duplicate is left. The layout
+  is fixed when the table is created: writes to an existing table follow the layout it records
+  (``laid_out_as``), whatever the setting says.
 - **Index.** The record-level index (``RECORD_INDEX``, kept in Hudi's metadata table) by default:
   an upsert looks its keys up instead of reading the keys of every base file, so its cost grows
   with the new work, not with the table (``python -m bench --only index``: 1.09x from 2,000 to
@@ -106,8 +107,8 @@ class HudiTableConfig:
     # Plan the cleaner every this many commits instead of after each: it keeps the same file
     # versions (``hoodie.cleaner.commits.retained``), it only looks for them less often.
     clean_every_commits: int = 10
-    # Production: Hudi's meta sync into this Glue database after each commit (cdc_lake/aws/glue.py),
-    # with the partition fields of the layout written.
+    # Production: Hudi's meta sync into this Glue database after each commit
+    # (cdc_lake/aws/glue.py), with the partition fields of the layout written.
     glue_database: str | None = None
     # Passed through as they are.
     extra_options: dict[str, str] = field(default_factory=dict)
