@@ -1,10 +1,11 @@
 """Package the lake's Spark apps for EMR: the entry point and one ``--py-files`` zip.
 
 The zip holds the modules the apps import (``cdc_lake.spark_apps``, ``cdc_lake.lake``,
-``cdc_lake.marts``, ``cdc_lake.raw``, and of ``cdc_lake.source`` only the captured tables'
-declarations) and their pure-Python dependency ``dagster_pipes``, copied from this
-environment so the remote side speaks the same Pipes version as the Dagster process. PySpark,
-Hudi and boto3 come from the EMR image; no jar is shipped.
+``cdc_lake.marts``, ``cdc_lake.raw``, of ``cdc_lake.source`` only the captured tables'
+declarations, and of ``cdc_lake.aws`` only Glue's sync options) and their pure-Python
+dependency ``dagster_pipes``, copied from this environment so the remote side speaks the same
+Pipes version as the Dagster process. PySpark, Hudi and boto3 come from the EMR image; no jar is
+shipped.
 
 The zip is deterministic (sorted entries, fixed timestamps), and the upload key carries its
 content hash: an unchanged package is uploaded once, and a changed one never overwrites the code
@@ -24,8 +25,15 @@ import dagster_pipes
 import cdc_lake
 
 PACKAGES = ("cdc_lake/spark_apps", "cdc_lake/lake", "cdc_lake/marts", "cdc_lake/raw")
-# Single modules of packages the apps need no more of (the source's need psycopg2).
-MODULES = ("cdc_lake/__init__.py", "cdc_lake/source/__init__.py", "cdc_lake/source/captured.py")
+# Single modules of packages the apps need no more of (the source's need psycopg2, the EMR
+# step client Dagster's side).
+MODULES = (
+    "cdc_lake/__init__.py",
+    "cdc_lake/source/__init__.py",
+    "cdc_lake/source/captured.py",
+    "cdc_lake/aws/__init__.py",
+    "cdc_lake/aws/glue.py",
+)
 FIXED_TIME = (2020, 1, 1, 0, 0, 0)
 
 

@@ -31,11 +31,16 @@ def test_the_zip_holds_the_apps_and_what_they_import_and_nothing_test_only(tmp_p
         assert name in names
     # Test-only helpers and Dagster-side code never ship to EMR.
     shipped = {n.split("/")[1] for n in names if n.startswith("cdc_lake/") and n.count("/") > 1}
-    assert shipped == {p.removeprefix("cdc_lake/") for p in PACKAGES} | {"source"}
-    # Of the source package, only the captured tables' declarations (no psycopg2 on EMR).
+    assert shipped == {p.removeprefix("cdc_lake/") for p in PACKAGES} | {"source", "aws"}
+    # Of the source package, only the captured tables' declarations (no psycopg2 on EMR), and of
+    # the AWS one only Glue's sync options (the EMR step client is Dagster's side).
     assert sorted(n for n in names if n.startswith("cdc_lake/source/")) == [
         "cdc_lake/source/__init__.py",
         "cdc_lake/source/captured.py",
+    ]
+    assert sorted(n for n in names if n.startswith("cdc_lake/aws/")) == [
+        "cdc_lake/aws/__init__.py",
+        "cdc_lake/aws/glue.py",
     ]
 
     # Every cdc_lake module a shipped module imports is shipped too.
