@@ -1,13 +1,13 @@
 """Each commit's change set, written by the upsert itself: per order the commit touched, its row
 before the commit and its row after, as compressed Parquet beside the table.
 
-Against Hudi's change feed (``cdc_lake/lake/changes.py``; ``HudiTableConfig.change_sets``)
+Against Hudi's change feed (``cdc_lake/lake/changes.py``; ``HudiTableConfig.change_feed``)
     Hudi 1.1 logs a commit's changes as uncompressed Avro, a before- and an after-image of every
-    row it wrote: 422 of a table's 979 MiB after 1M orders and 12 small batches. The change
-    sets of the same commits take 17.5 MiB. But reading the rows back from the file versions
-    the commit rewrote costs more time than the feed costs the write: 1.04-1.32x per small batch
-    into 1M orders, 1.47x for the load (docs/benchmarks.md, issue 25). So the feed stays the
-    default, and change sets are the choice where storage counts more than write time.
+    row it wrote: 411 of a table's 479 MiB after 1M events over 200,000 orders in 10 batches.
+    The change sets of the same commits take 18 MiB of 86 MiB. Reading the rows back from the
+    file versions the commit rewrote costs time the feed does not: 1.06x at those 1M events,
+    about 1.1x for a small commit (docs/benchmarks.md, issue 25). So change sets are the default
+    (``change_sets``), and the feed an option for readers of Hudi's CDC queries.
 
 What a change set holds (``write_change_set``, right after a COPY_ON_WRITE commit)
     The commit's metadata names each file group it wrote: the new base file and the version it
@@ -48,6 +48,7 @@ from cdc_lake.lake.hudi import (
     list_dirs,
     path_exists,
 )
+from cdc_lake.lake.schema import spark_type
 from cdc_lake.lake.tables import or_declared
 
 if TYPE_CHECKING:
@@ -68,26 +69,15 @@ def change_set_path(base_path: str, instant: str) -> str:
 
 def _image_struct(schema: LakeSchema | None, *first: tuple[str, str]) -> StructType:
     """An image's columns, the table's and the lake's own, lake-typed (after ``first``)."""
-    from pyspark.sql.types import StructType, _parse_datatype_string
+    from pyspark.sql.types import StructType
 
     lake = {c.name: c.lake_type for c in or_declared(schema).columns}
     struct = StructType()
-    for name, spark_type in first:
-        struct.add(name, _parse_datatype_string(spark_type))
+    for name, ddl in first:
+        struct.add(name, spark_type(ddl))
     for f in image_schema(schema).fields:
-        struct.add(f.name, _parse_datatype_string(lake[f.name]) if f.name in lake else f.dataType)
+        struct.add(f.name, spark_type(lake[f.name]) if f.name in lake else f.dataType)
     return struct
-
-
-def _rows_of(
-    spark: SparkSession, files: Sequence[str], keys: DataFrame, schema: LakeSchema | None
-) -> DataFrame | None:
-    """The rows of these base files whose key is among ``keys``, as image columns. Read with the
-    image's schema: only those columns are read, and one the files predate is null."""
-    if not files:
-        return None
-    rows = spark.read.schema(_image_struct(schema)).parquet(*files)
-    return rows.join(F.broadcast(keys), or_declared(schema).key, "left_semi")
 
 
 def write_change_set(
@@ -101,31 +91,39 @@ def write_change_set(
     one-column DataFrame of the key): see the module docstring. Returns its row count, or None
     when a version the commit replaced is gone already (a cleaner that keeps a single commit's
     versions): then the commit has no change set, and readers fall back."""
+    from pyspark.sql import Observation
+
     try:
         writes = file_writes(spark, base_path, commit.instant)
     except FileNotFoundError:
         return None
     prune_change_sets(spark, base_path)
-    base = base_path.rstrip("/")
-    before = _rows_of(spark, [f"{base}/{w.previous}" for w in writes if w.previous], keys, schema)
-    after = _rows_of(spark, [f"{base}/{w.path}" for w in writes], keys, schema)
-    sides = [
-        df.select(F.lit(side).alias("_side"), "*")
-        for side, df in (("before", before), ("after", after))
-        if df is not None
-    ]
-    if not sides:
+    if not writes:
         return 0
-    rows = (sides[0] if len(sides) == 1 else sides[0].unionByName(sides[1])).persist()
-    try:
-        n = rows.count()
-        # One file per commit: the rows are few, and a day of commits makes many sets.
-        rows.coalesce(1).write.mode("overwrite").option("compression", "zstd").parquet(
-            change_set_path(base_path, commit.instant)
-        )
-    finally:
-        rows.unpersist()
-    return n
+    base = base_path.rstrip("/")
+    files = [f"{base}/{w.path}" for w in writes] + [
+        f"{base}/{w.previous}" for w in writes if w.previous
+    ]
+    # One read of both versions (only the image's columns; one the files predate is null): the
+    # commit's own files, named after its instant, hold the after rows.
+    written = F.col("_metadata.file_name").endswith(f"_{commit.instant}.parquet")
+    rows = (
+        spark.read.schema(_image_struct(schema))
+        .parquet(*files)
+        .select(F.when(written, "after").otherwise("before").alias("_side"), "*")
+        .join(F.broadcast(keys), or_declared(schema).key, "left_semi")
+    )
+    # Counted while written (no second pass). As many files as the read has partitions: one or
+    # two for a small commit, and a large one is read and written in parallel (a coalesce to
+    # one file would run all of it in one task). The committer's v2 algorithm moves each file
+    # once, at task commit: a set is trusted only by the _SUCCESS written at job commit.
+    counted = Observation("change_set")
+    options = {"compression": "zstd", "mapreduce.fileoutputcommitter.algorithm.version": "2"}
+    observed = rows.observe(counted, F.count(F.lit(1)).alias("rows"))
+    observed.write.mode("overwrite").options(**options).parquet(
+        change_set_path(base_path, commit.instant)
+    )
+    return int(counted.get["rows"])
 
 
 def prune_change_sets(spark: SparkSession, base_path: str) -> int:

@@ -1,12 +1,13 @@
 """Hudi's change feed: what each commit did to each order, before and after.
 
-The table is written with Hudi's change data capture on (``HudiTableConfig.change_feed``:
-``hoodie.table.cdc.enabled``, supplemental logging ``DATA_BEFORE_AFTER``), so every commit
-also logs, for each record it changed, the row before and the row after. A CDC query over a
-range of completion times (``read_changes``) then reads those logs, not the table: its cost
-follows the records the commits changed, not the table's size. That is what lets the checks and
-the order items cost what a run's new data costs. (A table can instead keep each commit's own
-change set, ``cdc_lake/lake/change_sets.py``, which readers prefer where every commit has one.)
+A table created with Hudi's change data capture on (``HudiTableConfig.change_feed``:
+``hoodie.table.cdc.enabled``, supplemental logging ``DATA_BEFORE_AFTER``; off by default, and
+on in tables an earlier release created) logs, with every commit, for each record it changed,
+the row before and the row after. A CDC query over a range of completion times
+(``read_changes``) then reads those logs, not the table: its cost follows the records the
+commits changed, not the table's size. By default the upsert writes each commit's own change
+set instead (``cdc_lake/lake/change_sets.py``), which readers prefer where every commit has one;
+the feed is followed where a commit has none.
 
 What a commit logs, per record it wrote (one row each):
 
@@ -47,6 +48,7 @@ from typing import TYPE_CHECKING
 from pyspark.sql import Window
 from pyspark.sql import functions as F
 
+from cdc_lake.lake.schema import spark_type
 from cdc_lake.lake.tables import or_declared
 from cdc_lake.source.captured import OUTBOX
 
@@ -76,11 +78,9 @@ def image_schema(schema: LakeSchema | None = None) -> StructType:
     """An image's fields as the CDC log writes them (the table's columns as ``schema`` says,
     by default the outbox's as ``sql/`` declares them); other keys (Hudi's meta columns) are
     ignored."""
-    from pyspark.sql.types import _parse_datatype_string
-
     struct = or_declared(schema).image_struct()
-    for name, spark_type in _CDC_IMAGE_FIELDS:
-        struct.add(name, _parse_datatype_string(spark_type))
+    for name, ddl in _CDC_IMAGE_FIELDS:
+        struct.add(name, spark_type(ddl))
     return struct
 
 

@@ -22,11 +22,13 @@ Semantics the options guarantee:
   ``embedded_timeline_server`` is set (production, where executors on other nodes of the EMR
   cluster use it): tasks build their file system views from the metadata table, and markers are
   written directly to storage (``DIRECT``), so a failed write is rolled back as before.
-- **Change feed.** On by default (``change_feed``): each commit also logs the before and after
-  image of every record it changed (Hudi CDC, ``cdc_lake/lake/changes.py``). ``change_feed_gap``
-  tells whether the feed still covers every commit after a given one (archival and the cleaner
-  remove old commits and their logs). With ``change_sets`` on, the upsert also writes each
-  COPY_ON_WRITE commit's change set (``cdc_lake/lake/change_sets.py``), which readers prefer.
+- **Changes.** By default the upsert writes each COPY_ON_WRITE commit's change set
+  (``change_sets``, ``cdc_lake/lake/change_sets.py``), which the checks and the order items
+  follow. Hudi's change feed (``change_feed``, Hudi CDC, ``cdc_lake/lake/changes.py``) is off:
+  its images are uncompressed Avro, most of a table's bytes. A table created with the feed
+  keeps it (a table property), and readers follow it where a commit has no change set.
+  ``change_feed_gap`` tells whether the feed still covers every commit after a given one
+  (archival and the cleaner remove old commits and their logs).
 - **Cost of a commit.** Base files in snappy, no column statistics in the metadata table (no
   reader uses data skipping), the cleaner planned every ``clean_every_commits`` commits: none
   changes what a reader sees (``python -m bench.commit_cost`` compares the tables' digests).
@@ -86,17 +88,16 @@ class HudiTableConfig:
     index_type: str = "RECORD_INDEX"  # or "GLOBAL_SIMPLE"
     # The driver's timeline server listens on every interface: only where executors need it.
     embedded_timeline_server: bool = False
-    # Hudi's change data capture: each commit also logs its records' before and after images
-    # (cdc_lake/lake/changes.py), so checks and marts follow the commits' changes instead of
-    # rescanning the table. Uncompressed Avro: most of the table's bytes, and about half of a
-    # large batch's upsert (docs/benchmarks.md). Takes effect when the table is created.
-    change_feed: bool = True
     # Each COPY_ON_WRITE commit's change set, written by the upsert beside the table
-    # (cdc_lake/lake/change_sets.py): the same rows as the feed in 4% of its bytes, but read back
-    # from the file versions the commit rewrote, which costs more time than the feed in every
-    # regime measured (docs/benchmarks.md, issue 25). Readers prefer it where every commit has
-    # one. Off by default; a table can use it with ``change_feed`` off.
-    change_sets: bool = False
+    # (cdc_lake/lake/change_sets.py): what the checks and the order items follow instead of
+    # rescanning the table. Compressed Parquet, 4% of the bytes Hudi's change feed takes for
+    # the same rows; readers prefer it where every commit has one.
+    change_sets: bool = True
+    # Hudi's change data capture: each commit also logs its records' before and after images
+    # (cdc_lake/lake/changes.py), for readers that want Hudi's CDC queries. Uncompressed Avro:
+    # most of the table's bytes (docs/benchmarks.md, issue 25). Off by default; takes effect
+    # when the table is created, and a table created with it keeps it.
+    change_feed: bool = False
     # Cost of a commit (docs/benchmarks.md, Tuning log; ``python -m bench.commit_cost``).
     # Base files in snappy rather than Hudi's default GZIP: copy-on-write rewrites a file on
     # every upsert that touches it, and snappy is cheaper to write and to read back.

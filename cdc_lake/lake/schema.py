@@ -54,11 +54,12 @@ import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from functools import cache
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
-    from pyspark.sql.types import StructType
+    from pyspark.sql.types import DataType, StructType
 
 # Options starting with "_" become the Hudi commit's extra metadata.
 SCHEMA_KEY = "_cdc_lake.schema"
@@ -277,22 +278,22 @@ class LakeSchema:
     def raw_struct(self, extra: Iterable[tuple[str, str]] = ()) -> StructType:
         """The raw JSON line's schema: the data columns as Debezium writes them, then ``extra``
         (Debezium's and the sink's own fields) as (name, Spark type)."""
-        from pyspark.sql.types import StructType, _parse_datatype_string
+        from pyspark.sql.types import StructType
 
         struct = StructType()
         for c in self.columns:
-            struct.add(c.name, _parse_datatype_string(KINDS[c.kind].raw))
-        for name, spark_type in extra:
-            struct.add(name, _parse_datatype_string(spark_type))
+            struct.add(c.name, spark_type(KINDS[c.kind].raw))
+        for name, ddl in extra:
+            struct.add(name, spark_type(ddl))
         return struct
 
     def image_struct(self) -> StructType:
         """A change-feed image's fields for the data columns (other keys are ignored)."""
-        from pyspark.sql.types import StructType, _parse_datatype_string
+        from pyspark.sql.types import StructType
 
         struct = StructType()
         for c in self.columns:
-            struct.add(c.name, _parse_datatype_string(KINDS[c.kind].image))
+            struct.add(c.name, spark_type(KINDS[c.kind].image))
         return struct
 
     def to_lake(self) -> list[Column]:
@@ -345,6 +346,17 @@ class LakeSchema:
 
     def timestamp_columns(self) -> tuple[str, ...]:
         return tuple(c.name for c in self.columns if c.kind == "timestamptz")
+
+
+@cache
+def spark_type(ddl: str) -> DataType:
+    """The Spark type a DDL type name (``bigint``, ``decimal(10,2)``) stands for. PySpark parses
+    it in the JVM, about 10 ms a call (it tries the text as a schema first and fails), and a
+    struct of the outbox's columns takes some thirty: cached, as the names are few and a type
+    holds no JVM state."""
+    from pyspark.sql.types import _parse_datatype_string
+
+    return _parse_datatype_string(ddl)
 
 
 def _to_lake(kind: str, col: Column) -> Column:

@@ -54,13 +54,13 @@ class LakeResource(dg.ConfigurableResource):
     index_type: str = _TABLE["index_type"]  # or GLOBAL_SIMPLE; both global
     # Hudi's timeline server in the driver binds every interface: off locally, on for EMR.
     embedded_timeline_server: bool = _TABLE["embedded_timeline_server"]
-    # Hudi's change feed (before/after images per commit): what the incremental checks and
-    # order items read. Takes effect when the table is created.
-    change_feed: bool = _TABLE["change_feed"]
-    # Each commit's change set instead (cdc_lake/lake/change_sets.py): 4% of the feed's bytes,
-    # more time per upsert (docs/benchmarks.md). Readers prefer it where every commit has one.
+    # Each commit's change set (cdc_lake/lake/change_sets.py): what the incremental checks and
+    # the order items follow. On by default.
     change_sets: bool = _TABLE["change_sets"]
-    # The checks follow the change feed; every this many commits they rescan the whole table.
+    # Hudi's change feed (before and after images per commit, uncompressed): off by default, for
+    # readers that want Hudi's CDC queries. Takes effect when the table is created.
+    change_feed: bool = _TABLE["change_feed"]
+    # The checks follow the commits' changes; every this many commits they rescan the table.
     full_scan_every: int = _PARAMS["full_scan_every"]
     hudi_options: dict[str, str] = {}
     # Production: Hudi meta sync of both tables (cdc_events, order_items) into this database.

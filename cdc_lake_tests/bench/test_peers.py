@@ -1,5 +1,5 @@
 """The peer benchmark once at its smoke size (2,000 events, 2 batches, one repetition of each
-side; A2, the upsert with change sets instead of Hudi's change feed; B2, Delta's MERGE with its
+side; A2, the upsert with Hudi's change feed instead of change sets; B2, Delta's MERGE with its
 change data feed on):
 Hudi, Delta MERGE, Iceberg MERGE and the Parquet floor end with the generator's latest change
 per key, and the report has every figure.
@@ -33,7 +33,7 @@ def test_each_repetition_starts_one_side_later():
 
 def test_peers_end_equal_and_report_every_figure(local_stack: LocalStack):
     # A2: the same upsert with one Hudi option changed, alternated with the others.
-    variant = {"cdc_lake.change_sets": "true", "cdc_lake.change_feed": "false"}
+    variant = {"cdc_lake.change_sets": "false", "cdc_lake.change_feed": "true"}
     report = run(
         local_stack,
         ["peers"],
@@ -62,15 +62,15 @@ def test_peers_end_equal_and_report_every_figure(local_stack: LocalStack):
         assert size.value > 0 and size.note.endswith(" files")
         assert figures[f"read final snapshot, {side}, {label}"].value > 0
         assert any(n.startswith("one more batch") and side in n for n in figures), side
-    # The change logs: Hudi's feed by default, which logs every row twice, uncompressed; A2's
-    # change sets instead, compressed. (B2's table has Delta's feed on, which the worker checks,
+    # The change logs: change sets by default, compressed; A2's Hudi feed instead, which logs
+    # every row twice, uncompressed. (B2's table has Delta's feed on, which the worker checks,
     # but at this size both batches only insert, and Delta logs only updates and deletes.)
     feed = {x: figures[f"change log size, {SIDE_NAMES[x]}, {label}"].value for x in SIDE_NAMES}
-    assert 0 < feed["A2"] < feed["A"], feed
+    assert 0 < feed["A"] < feed["A2"], feed
     assert feed["B"] == feed["C"] == feed["D"] == 0, feed
     for ratio in ("A/B", "A/C", "A/D", "A2/B", "A2/C", "A2/D", "A/B2", "B2/B"):
         assert figures[f"ratio {ratio}, {label}"].value > 0
-    knob = "cdc_lake.change_sets=true, cdc_lake.change_feed=false"
+    knob = "cdc_lake.change_sets=false, cdc_lake.change_feed=true"
     paired = figures[f"ratio A2/A ({knob}), {label}"]
     assert paired.value > 0 and paired.note == "same run, alternated"
 
@@ -81,6 +81,7 @@ def test_a_variant_sets_hudi_options_and_the_table_configs_fields():
         {"cdc_lake.change_sets": "false", "cdc_lake.change_feed": "true", "hoodie.x": "1"},
     )
     assert (table.change_sets, table.change_feed) == (False, True)
+    assert "hoodie.table.cdc.enabled" not in variant_table("s3a://b/t", {}).write_options()
     assert table.extra_options == {"hoodie.x": "1"}
     assert table.write_options()["hoodie.table.cdc.enabled"] == "true"
 

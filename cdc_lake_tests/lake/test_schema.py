@@ -22,6 +22,7 @@ from cdc_lake.lake.schema import (
     initial,
     lake_column,
     raw_missing_value,
+    spark_type,
     to_backfill,
 )
 from cdc_lake.lake.tables import declared_columns
@@ -345,3 +346,17 @@ def test_the_missing_value_is_kept_from_when_the_lake_took_the_column():
     assert to_backfill(lake_types(v1), v1, plain) == ()
     fresh = evolve(TABLE, "id", [*BASE, added], None)
     assert to_backfill(None, None, fresh) == () and fresh.column("channel").missing_value
+
+
+def test_each_kinds_spark_types_are_spark_parsed_once(spark):
+    from pyspark.sql.types import _parse_datatype_string
+
+    names = {t for k in KINDS.values() for t in (k.raw, k.lake, k.image)}
+    for name in names:
+        assert spark_type(name) == _parse_datatype_string(name), name
+        assert spark_type(name) is spark_type(name), name  # the JVM is asked once per name
+    schema = initial(TABLE, "id", BASE)
+    assert schema.raw_struct() == schema.raw_struct()
+    assert [f.dataType for f in schema.raw_struct([("x", "decimal(10,2)")]).fields][-1] == (
+        _parse_datatype_string("decimal(10,2)")
+    )

@@ -16,7 +16,7 @@ from bench.synthetic import SyntheticLake, event
 from cdc_lake.lake.change_sets import Span, change_set_path
 from cdc_lake.lake.changes import read_changes
 from cdc_lake.lake.digest import compare_digests
-from cdc_lake.lake.hudi import completed_commits, latest_commit
+from cdc_lake.lake.hudi import completed_commits, has_change_feed, latest_commit
 from cdc_lake.lake.ingest import ingest_new_files
 from cdc_lake.lake.table_state import evaluate, full_state, incremental_state
 
@@ -192,3 +192,38 @@ def test_a_commit_without_a_trusted_change_set_is_rescanned(spark, lake: Synthet
     assert ingest_new_files(spark, lake.client, lake.source, bare).change_set_rows is None
     third = evaluate(spark, bare, second.digest)
     assert third is not None and third.mode == "full" and third.digest["rows"] == 3
+
+
+def test_a_table_created_with_hudis_feed_goes_on_with_change_sets(spark, lake: SyntheticLake):
+    # Tables an earlier release created with the feed on (its default then), written with
+    # today's defaults: the feed stays on (a table property) and change sets come in.
+    earlier = lake.table(change_feed=True, change_sets=False)
+    now = lake.table()
+    assert (now.change_sets, now.change_feed) == (True, False)
+    lake.put([event(i, 100, i) for i in range(1, 6)])
+    ingest_new_files(spark, lake.client, lake.source, earlier)
+    first = evaluate(spark, earlier, None)
+    lake.put([event(1, 200, 10, customer_id="QUICK"), event(2, 200, 11, deleted=True, op="d")])
+    assert ingest_new_files(spark, lake.client, lake.source, earlier).change_set_rows is None
+    lake.put([event(3, 300, 12, customer_id="BONAP"), event(6, 300, 13)])
+    result = ingest_new_files(spark, lake.client, lake.source, now)
+    assert result.committed is not None and result.change_set_rows == 3  # 3 before/after, 6
+    assert has_change_feed(spark, now.base_path)
+    # The two commits since: the earlier one has no change set, so the feed is followed, and
+    # it covers the later one too.
+    assert first is not None
+    spanned = evaluate(spark, now, first.digest)
+    assert spanned is not None and spanned.mode == "incremental"
+    assert spanned.digest["followed"] == "Hudi's change feed"
+    rescan = full_state(spark, now, result.committed)
+    _assert_same(spanned, rescan)
+    assert rescan.digest["rows"] == 5  # 1, 3, 4, 5, 6
+    # From then on, the change sets.
+    lake.put([event(4, 400, 14, customer_id="ALFKI")])
+    ingest_new_files(spark, lake.client, lake.source, now)
+    followed = evaluate(spark, now, spanned.digest)
+    assert followed is not None and followed.mode == "incremental"
+    assert followed.digest["followed"] == "change sets"
+    commit = latest_commit(spark, now.base_path)
+    assert commit is not None
+    _assert_same(followed, full_state(spark, now, commit))
