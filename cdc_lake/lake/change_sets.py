@@ -117,7 +117,7 @@ def write_change_set(
     # two for a small commit, and a large one is read and written in parallel (a coalesce to
     # one file would run all of it in one task). The committer's v2 algorithm moves each file
     # once, at task commit: a set is trusted only by the _SUCCESS written at job commit.
-    counted = Observation("change_set")
+    counted = Observation(f"change_set_{commit.instant}")  # one name per query in the session
     options = {"compression": "zstd", "mapreduce.fileoutputcommitter.algorithm.version": "2"}
     observed = rows.observe(counted, F.count(F.lit(1)).alias("rows"))
     observed.write.mode("overwrite").options(**options).parquet(
