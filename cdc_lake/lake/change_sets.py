@@ -28,7 +28,8 @@ Trust (``read_change_sets``)
     table has it, else a read of the snapshot), never to a partial set. A rerun of the same
     commit cannot happen (a retried refresh makes a new commit), and a change set whose commit was
     rolled back is never read. MERGE_ON_READ delta commits get none (their changes sit in log
-    files): readers fall back as before.
+    files): readers fall back as before. Nor does a table's first commit (``ingest._write``):
+    a reader follows commits after the one it last saw, and one that saw none scans the table.
 """
 
 from __future__ import annotations

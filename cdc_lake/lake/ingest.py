@@ -531,12 +531,17 @@ def _write(
     result: IngestResult,
 ) -> None:
     """One Hudi commit of ``rows``, with the checkpoint and the schema in its metadata, then
-    (COPY_ON_WRITE) its change set. The commit goes into ``result``."""
+    (COPY_ON_WRITE, but the table's first) its change set. The commit goes into ``result``."""
     options = table.write_options(checkpoint, schema)
+    # A table's first commit gets no change set: no reader follows it (a reader with no state
+    # scans the table), and its set would be every row written again (1M rows: 1.35x the load).
+    first = table.change_sets and not table_exists(spark, table.base_path)
     rows.write.format("hudi").options(**options).mode("append").save(table.base_path)
     result.committed = latest_commit(spark, table.base_path)
     cow = table.table_type == "COPY_ON_WRITE"
-    if table.change_sets and cow and result.committed is not None:
+    if first:
+        result.change_set_error = "the table's first commit (readers scan it in full)"
+    elif table.change_sets and cow and result.committed is not None:
         # The data is committed: a change set that fails leaves the commit without one, which
         # readers see and fall back from (a rescan). The refresh itself succeeded.
         try:

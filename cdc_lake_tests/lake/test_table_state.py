@@ -13,7 +13,7 @@ import random
 import pytest
 
 from bench.synthetic import SyntheticLake, event
-from cdc_lake.lake.change_sets import Span, change_set_path
+from cdc_lake.lake.change_sets import Span, change_set_path, list_change_sets
 from cdc_lake.lake.changes import read_changes
 from cdc_lake.lake.digest import compare_digests
 from cdc_lake.lake.hudi import completed_commits, has_change_feed, latest_commit
@@ -175,8 +175,13 @@ def test_a_commit_without_a_trusted_change_set_is_rescanned(spark, lake: Synthet
     # As a crash after the commit and before its change set's marker leaves it.
     table = lake.table(change_sets=True, change_feed=False)
     lake.put([event(1, 100, 1), event(2, 100, 2)])
-    ingest_new_files(spark, lake.client, lake.source, table)
+    created = ingest_new_files(spark, lake.client, lake.source, table)
+    # The table's first commit has none (a reader with no state scans the table).
+    assert created.committed is not None and created.change_set_rows is None
+    assert created.change_set_text() == "none: the table's first commit (readers scan it in full)"
+    assert list_change_sets(spark, table.base_path) == []
     first = evaluate(spark, table, None)
+    assert first is not None and first.mode == "full"
     lake.put([event(1, 200, 3, customer_id="QUICK")])
     result = ingest_new_files(spark, lake.client, lake.source, table)
     assert first is not None and result.committed is not None
