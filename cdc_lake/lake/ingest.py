@@ -534,7 +534,7 @@ def _write(
     (COPY_ON_WRITE, but the table's first) its change set. The commit goes into ``result``."""
     options = table.write_options(checkpoint, schema)
     # A table's first commit gets no change set: no reader follows it (a reader with no state
-    # scans the table), and its set would be every row written again (1M rows: 1.35x the load).
+    # scans the table), and its set would copy every row the table holds.
     first = table.change_sets and not table_exists(spark, table.base_path)
     rows.write.format("hudi").options(**options).mode("append").save(table.base_path)
     result.committed = latest_commit(spark, table.base_path)
