@@ -394,8 +394,9 @@ def run_large(
 ) -> dict[str, Any]:
     """The large-table mode (``bench/peers_large.py``): every side loads the table, chunk by
     chunk, then ingests each change batch, timed alone. The sides' order rotates per load chunk
-    and per batch: the first write of a format in a fresh JVM pays its class loading and JIT
-    (20-30 s for Hudi), which a fixed order would charge to whichever side loads first."""
+    and per batch, so a drift of the machine's load spreads over all of them. The worker JVM's
+    one-time warm-up (the first Hudi write: 20-40 s more) still falls on the side that opens the
+    first chunk, A: compare the load's later chunks (printed per chunk), not its totals."""
     out: dict[str, Any] = {s: {"batches": [], "load_s": 0.0} for s in sides}
     tables = {s: side_of(s, "large") for s in sides}
     for i, objects in enumerate(load):

@@ -3,8 +3,8 @@ N orders, the regime in which an indexed upsert should cost what the change cost
 what the table holds (issue 25, item 3).
 
 Input: N orders, one insert each (the load, written once and ingested by every side untimed,
-in chunks, each chunk starting one side later), then batches of changes, each one raw object
-of its own after the load:
+in chunks, each chunk starting one side later; A opens the first, in a cold JVM), then
+batches of changes, each one raw object of its own after the load:
 
 - ``size`` changes (1,000 and 10,000 by default) to distinct existing orders, each newer than
   every event before it; one change in ``DELETE_EVERY`` deletes its order;
