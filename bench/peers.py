@@ -128,6 +128,11 @@ def batches_of(objects: list[Any], n_batches: int) -> list[list[Any]]:
     return [objects[i : i + size] for i in range(0, len(objects), size)]
 
 
+def _failure(e: Exception) -> str:
+    """A side's error as the report shows it: its type and first line."""
+    return f"{type(e).__name__}: {str(e).splitlines()[0][:300]}"
+
+
 def worker(cfg: dict[str, Any]) -> dict[str, Any]:
     """Runs in its own process: the four sides, alternated, on one size's raw files."""
     from pyspark.sql import DataFrame
@@ -368,7 +373,7 @@ def worker(cfg: dict[str, Any]) -> dict[str, Any]:
         try:
             Side(name, "warmup").ingest(main[:1])
         except Exception as e:
-            out[name]["error"] = f"{type(e).__name__}: {str(e).splitlines()[0][:300]}"
+            out[name]["error"] = _failure(e)
     for rep in range(cfg["reps"]):
         for name in rotation(sides, rep):
             if "error" in out[name]:
@@ -376,7 +381,7 @@ def worker(cfg: dict[str, Any]) -> dict[str, Any]:
             try:
                 run_side(Side(name, str(rep)), rep)
             except Exception as e:  # one side failing still reports the others
-                out[name]["error"] = f"{type(e).__name__}: {str(e).splitlines()[0][:300]}"
+                out[name]["error"] = _failure(e)
                 print(f"  rep {rep + 1}: {name} failed: {out[name]['error']}", file=sys.stderr)
     spark.stop()
     return out
@@ -407,7 +412,7 @@ def run_large(
             try:
                 tables[s].load(objects)
             except Exception as e:
-                out[s]["error"] = f"{type(e).__name__}: {str(e).splitlines()[0][:300]}"
+                out[s]["error"] = _failure(e)
             out[s]["load_s"] += time.perf_counter() - t0
         done = ", ".join(f"{s} {out[s]['load_s']:.1f}s" for s in sides)
         print(f"  load {i + 1}/{len(load)}: {done}", file=sys.stderr, flush=True)
@@ -419,7 +424,7 @@ def run_large(
             try:
                 tables[s].ingest([changes[b["key"]]])
             except Exception as e:
-                out[s]["error"] = f"{type(e).__name__}: {str(e).splitlines()[0][:300]}"
+                out[s]["error"] = _failure(e)
                 continue
             out[s]["batches"].append(time.perf_counter() - t0)
         times = ", ".join(

@@ -32,7 +32,7 @@ def test_each_repetition_starts_one_side_later():
 
 
 def test_the_large_table_load_rotates_the_sides_per_chunk():
-    # A fixed load order charged the first format's JVM warm-up to the side that went first.
+    # The load rotates as the batches do, so a drift of the machine's load spreads over the sides.
     calls: list[tuple[str, str]] = []
 
     class Table:
