@@ -367,13 +367,11 @@ def worker(cfg: dict[str, Any]) -> dict[str, Any]:
             flush=True,
         )
 
+    failed = warm_up(sides, Side, main[:1]) if cfg["warm_up"] else {}
     if large:
-        return run_large(sides, Side, batches, changes, large, fingerprint, size_of, spark)
-    for name in sides if cfg["warm_up"] else ():  # JVM, each format's classes, S3 client
-        try:
-            Side(name, "warmup").ingest(main[:1])
-        except Exception as e:
-            out[name]["error"] = _failure(e)
+        return run_large(sides, Side, batches, changes, large, fingerprint, size_of, spark, failed)
+    for name, why in failed.items():
+        out[name]["error"] = why
     for rep in range(cfg["reps"]):
         for name in rotation(sides, rep):
             if "error" in out[name]:
@@ -387,6 +385,21 @@ def worker(cfg: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def warm_up(
+    sides: tuple[str, ...], side_of: Callable[[str, str], Any], objects: list[Any]
+) -> dict[str, str]:
+    """Each side ingests ``objects`` into a throwaway table, untimed, so that the worker JVM's
+    first write of each format (class loading, the S3 client: 20-40 s more for Hudi's) falls on
+    no timed figure. Returns the sides that failed, with why."""
+    failed: dict[str, str] = {}
+    for name in sides:
+        try:
+            side_of(name, "warmup").ingest(objects)
+        except Exception as e:
+            failed[name] = _failure(e)
+    return failed
+
+
 def run_large(
     sides: tuple[str, ...],
     side_of: Callable[[str, str], Any],
@@ -396,13 +409,16 @@ def run_large(
     fingerprint: Callable[[Any], dict[str, Any]],
     size_of: Callable[[Any], tuple[int, int, int]],
     spark: Any,
+    failed: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """The large-table mode (``bench/peers_large.py``): every side loads the table, chunk by
     chunk, then ingests each change batch, timed alone. The sides' order rotates per load chunk
-    and per batch, so a drift of the machine's load spreads over all of them. The worker JVM's
-    one-time warm-up (the first Hudi write: 20-40 s more) still falls on the side that opens the
-    first chunk, A: compare the load's later chunks (printed per chunk), not its totals."""
+    and per batch, so a drift of the machine's load spreads over all of them. Each side has
+    warmed up before (``warm_up``; ``failed``: the sides whose warm-up failed, left out), so
+    the load's first chunk costs what the later ones do."""
     out: dict[str, Any] = {s: {"batches": [], "load_s": 0.0} for s in sides}
+    for s, why in (failed or {}).items():
+        out[s]["error"] = why
     tables = {s: side_of(s, "large") for s in sides}
     for i, objects in enumerate(load):
         for s in rotation(sides, i):

@@ -3,7 +3,7 @@ N orders, the regime in which an indexed upsert should cost what the change cost
 what the table holds (issue 25, item 3).
 
 Input: N orders, one insert each (the load, written once and ingested by every side untimed,
-in chunks, each chunk starting one side later; A opens the first, in a cold JVM), then
+in chunks, each chunk starting one side later, after every side's warm-up write), then
 batches of changes, each one raw object of its own after the load:
 
 - ``size`` changes (1,000 and 10,000 by default) to distinct existing orders, each newer than

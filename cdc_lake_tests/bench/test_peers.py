@@ -17,7 +17,14 @@ import pytest
 from bench import peers_large as PL
 from bench.__main__ import PEERS_KNOBS, SCALE_KNOBS, cli_parser, knobs_for, run, worker_knobs
 from bench.harness import rotation
-from bench.peers import SIDE_NAMES, bench_peers, expected_state, run_large, variant_table
+from bench.peers import (
+    SIDE_NAMES,
+    bench_peers,
+    expected_state,
+    run_large,
+    variant_table,
+    warm_up,
+)
 from bench.peers_large import LargeTable
 from bench.scale import bench_scale
 from cdc_lake.stack import LocalStack
@@ -68,6 +75,52 @@ def test_the_large_table_load_rotates_the_sides_per_chunk():
     assert loads[:3] == [("A", "load0"), ("B", "load0"), ("C", "load0")]
     assert loads[3:6] == [("B", "load1"), ("C", "load1"), ("A", "load1")]
     assert all(out[s]["load_s"] >= 0 and len(out[s]["batches"]) == 1 for s in sides)
+
+
+def test_each_side_warms_up_on_a_throwaway_table_and_a_failed_side_is_left_out_of_the_load():
+    # The JVM's first write of a format costs 20-40 s: it goes to a throwaway table, untimed.
+    calls: list[tuple[str, str, str]] = []
+
+    class Table:
+        def __init__(self, side: str, name: str) -> None:
+            self.side, self.name = side, name
+
+        def ingest(self, objects: list[str]) -> None:
+            if self.side == "B":
+                raise RuntimeError("no Delta here")
+            calls.append((self.side, self.name, objects[0]))
+
+        load = ingest
+
+        def snapshot(self) -> str:
+            return self.side
+
+    class Spark:
+        def stop(self) -> None:
+            pass
+
+    sides = ("A", "B", "C")
+    failed = warm_up(sides, Table, ["first"])
+    assert calls == [("A", "warmup", "first"), ("C", "warmup", "first")]
+    assert list(failed) == ["B"] and "no Delta here" in failed["B"]
+
+    out = run_large(
+        sides,
+        Table,
+        [["load0"]],
+        {"b0": "batch0"},
+        {"batches": [{"key": "b0", "kind": "1 change"}]},
+        lambda snapshot: {"rows": 1},
+        lambda table: (1, 2, 3),
+        Spark(),
+        failed,
+    )
+    assert out["B"]["error"] == failed["B"] and out["B"]["batches"] == []
+    assert [c for c in calls[2:] if c[2] == "load0"] == [
+        ("A", "large", "load0"),
+        ("C", "large", "load0"),
+    ]
+    assert all(len(out[s]["batches"]) == 1 for s in ("A", "C"))
 
 
 def test_peers_end_equal_and_report_every_figure(local_stack: LocalStack):
