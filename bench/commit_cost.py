@@ -2,7 +2,8 @@
 
 ``python -m bench.commit_cost --port-base 19600 [--variant NAME:KEY=VALUE[,KEY=VALUE]] ...``
 (a key ``cdc_lake.FIELD`` with a JSON value sets a field of HudiTableConfig, as in the peers
-benchmark: ``--variant 'part:cdc_lake.partition_field="order_year"'``) starts an S3 server of
+benchmark: ``--variant 'part:cdc_lake.partition_field="order_year"'``; a key ``spark.sql.KEY`` is
+a Spark SQL setting for that side's runs only) starts an S3 server of
 its own, a warm local Spark session with its event log on, and one Hudi table per side (the
 defaults, then one per ``--variant``), each seeded with the same history (``--history`` events over
 history/5 orders, the scale benchmark's generator). Each round puts
@@ -38,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.harness import rotation
-from bench.peers import FIELD_PREFIX, variant_table
+from bench.peers import FIELD_PREFIX, SESSION_PREFIX, session_settings, variant_table
 from bench.scale import TOPIC, put_updates, write_raw
 from cdc_lake.lake.hudi import HudiTableConfig
 
@@ -159,11 +160,14 @@ def main(argv: list[str] | None = None) -> int:
             field, value = kv.split("=", 1)
             sides.setdefault(name, {})[FIELD_PREFIX + field] = value
         base = f"s3a://{settings.lake_bucket}/{prefix}"
+        session = {n: {k: v for k, v in o.items() if k.startswith(SESSION_PREFIX)}
+                   for n, o in sides.items()}  # fmt: skip
         tables = {name: variant_table(f"{base}{name}", opts) for name, opts in sides.items()}
         states: dict[str, Any] = {}
         for name, table in tables.items():
-            res = ingest_new_files(spark, client, source, table)
-            st = evaluate(spark, table, None)
+            with session_settings(spark, session[name]):
+                res = ingest_new_files(spark, client, source, table)
+                st = evaluate(spark, table, None)
             assert st is not None
             states[name] = st.digest
             say(f"{name}: history of {res.events_read:,} events in {res.seconds:.1f}s")
@@ -175,11 +179,12 @@ def main(argv: list[str] | None = None) -> int:
                         args.history // 5, r, stride=10_000, move_every=20)  # fmt: skip
             for name in rotation(tuple(names), r):
                 table = tables[name]
-                t0 = time.time()
-                res = ingest_new_files(spark, client, source, table)
-                t1 = time.time()
-                st = evaluate(spark, table, states[name])
-                t2 = time.time()
+                with session_settings(spark, session[name]):
+                    t0 = time.time()
+                    res = ingest_new_files(spark, client, source, table)
+                    t1 = time.time()
+                    st = evaluate(spark, table, states[name])
+                    t2 = time.time()
                 assert st is not None and res.committed is not None
                 states[name] = st.digest
                 marks[name].append((int(t0 * 1000), int(t2 * 1000), t1 - t0, t2 - t1))

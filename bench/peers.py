@@ -37,7 +37,8 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -107,9 +108,28 @@ def sides_of(cfg: dict[str, Any]) -> tuple[str, ...]:
     return (*a, *b, "C", "D")
 
 
-# A variant's key with this prefix sets a field of HudiTableConfig (cdc_lake.change_sets=false);
+# A variant's key with this prefix sets a field of HudiTableConfig (cdc_lake.change_sets=false),
+# one with SESSION_PREFIX a Spark SQL setting for the variant's own runs (``session_settings``);
 # any other key is a Hudi option.
 FIELD_PREFIX = "cdc_lake."
+SESSION_PREFIX = "spark.sql."
+
+
+@contextmanager
+def session_settings(spark: Any, conf: dict[str, str]) -> Iterator[None]:
+    """A side's Spark SQL settings (``--variant 'NAME:spark.sql.KEY=VALUE'``) for its own runs
+    only: set before, and the session's own values put back after."""
+    before = {k: spark.conf.get(k, None) for k in conf}
+    for k, v in conf.items():
+        spark.conf.set(k, v)
+    try:
+        yield
+    finally:
+        for k, v in before.items():
+            if v is None:
+                spark.conf.unset(k)
+            else:
+                spark.conf.set(k, v)
 
 
 def variant_table(base_path: str, variant: dict[str, str]) -> HudiTableConfig:
@@ -119,7 +139,11 @@ def variant_table(base_path: str, variant: dict[str, str]) -> HudiTableConfig:
         for k, v in variant.items()
         if k.startswith(FIELD_PREFIX)
     }
-    hudi = {k: v for k, v in variant.items() if not k.startswith(FIELD_PREFIX)}
+    hudi = {
+        k: v
+        for k, v in variant.items()
+        if not k.startswith(FIELD_PREFIX) and not k.startswith(SESSION_PREFIX)
+    }
     return HudiTableConfig(base_path=base_path, extra_options=hudi, **fields)
 
 
@@ -141,7 +165,7 @@ def worker(cfg: dict[str, Any]) -> dict[str, Any]:
     from cdc_lake.lake import transforms as T
     from cdc_lake.lake.checkpoint import Checkpoint
     from cdc_lake.lake.checkpoint import plan as read_plan
-    from cdc_lake.lake.hudi import HUDI_CONF
+    from cdc_lake.lake.hudi import SESSION_CONF
     from cdc_lake.lake.ingest import RawSource, ingest_new_files, read_lines, read_table
     from cdc_lake.lake.ordering import ORDERING_FIELD, latest_per_key
     from cdc_lake.source.captured import OUTBOX
@@ -168,7 +192,7 @@ def worker(cfg: dict[str, Any]) -> dict[str, Any]:
             "spark.sql.shuffle.partitions": str(cfg["shuffle_partitions"]),
             "spark.default.parallelism": str(cfg["shuffle_partitions"]),
             "spark.sql.extensions": ",".join(EXTENSIONS),
-            "spark.sql.catalog.spark_catalog": HUDI_CONF["spark.sql.catalog.spark_catalog"],
+            "spark.sql.catalog.spark_catalog": SESSION_CONF["spark.sql.catalog.spark_catalog"],
             f"spark.sql.catalog.{ICEBERG_CATALOG}": "org.apache.iceberg.spark.SparkCatalog",
             f"spark.sql.catalog.{ICEBERG_CATALOG}.type": "hadoop",
             f"spark.sql.catalog.{ICEBERG_CATALOG}.warehouse": f"{base}/iceberg",
@@ -247,7 +271,9 @@ def worker(cfg: dict[str, Any]) -> dict[str, Any]:
             if self.name in ("A", "A2"):
                 extra = cfg["variant_options"] if self.name == "A2" else {}
                 table = variant_table(self.target(), extra)
-                ingest_new_files(spark, client, source, table, max_files=len(objects))
+                conf = {k: v for k, v in extra.items() if k.startswith(SESSION_PREFIX)}
+                with session_settings(spark, conf):
+                    ingest_new_files(spark, client, source, table, max_files=len(objects))
                 return
             latest = batch_latest(objects)
             if self.name == "D":

@@ -56,13 +56,17 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 
-# The Spark session settings Hudi needs (Kryo with Hudi's registrar, its SQL extension and
-# catalog): the local session and the EMR launchers' spark-submit both start from these.
-HUDI_CONF = {
+# The lake apps' Spark session settings: the local session and the EMR launchers' spark-submit
+# both start from these. Hudi needs Kryo with its registrar, its SQL extension and catalog.
+SESSION_CONF = {
     "spark.serializer": "org.apache.spark.serializer.KryoSerializer",
     "spark.kryo.registrator": "org.apache.spark.HoodieSparkKryoRegistrar",
     "spark.sql.extensions": "org.apache.spark.sql.hudi.HoodieSparkSessionExtension",
     "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.hudi.catalog.HoodieCatalog",
+    # A cached DataFrame (the batch's parsed lines, its latest rows) is kept uncompressed:
+    # encoding the lines' long JSON strings cost more than the upsert saved by it (a batch of
+    # 100,000 events: 0.87x the ingest, docs/benchmarks.md). Caches spill to disk when full.
+    "spark.sql.inMemoryColumnarStorage.compressed": "false",
 }
 
 

@@ -36,7 +36,7 @@ from dagster_aws.s3 import S3Resource
 from dagster_pyspark import LazyPySparkResource
 
 from cdc_lake.aws.emr_step import PipesEMRStepClient
-from cdc_lake.lake.hudi import HUDI_CONF
+from cdc_lake.lake.hudi import SESSION_CONF
 from cdc_lake.spark_apps.entry import APP_EXTRA, PARAMS_EXTRA
 from cdc_lake.spark_apps.package import build_package, upload_package
 from cdc_lake.spark_apps.params import AppParams
@@ -118,7 +118,7 @@ def spark_submit_args(
     """spark-submit options shared by EMR steps and EMR Serverless: Hudi's session settings,
     the image's Hudi bundle, the apps' zip, then the deployment's own confs (which win)."""
     args = ["--jars", ",".join(jars), "--py-files", py_files]
-    for key, value in {**HUDI_CONF, **conf}.items():
+    for key, value in {**SESSION_CONF, **conf}.items():
         args += ["--conf", f"{key}={value}"]
     return args
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cdc_lake.lake.hudi import HUDI_CONF
+from cdc_lake.lake.hudi import SESSION_CONF
 from cdc_lake.stack.process import StackError
 from cdc_lake.stack.settings import StackSettings
 
@@ -90,7 +90,7 @@ def spark_conf(settings: StackSettings, shuffle_partitions: int = 4) -> dict[str
         "spark.sql.session.timeZone": "UTC",
         "spark.driver.extraJavaOptions": " ".join(DRIVER_JAVA_OPTIONS),
         **RETAINED,
-        **HUDI_CONF,
+        **SESSION_CONF,
         **s3a_conf(settings.s3_endpoint, settings.region),
     }
 

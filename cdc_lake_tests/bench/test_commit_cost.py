@@ -12,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from bench.peers import session_settings, variant_table
 from cdc_lake.lake.hudi import HudiTableConfig
 from cdc_lake_tests.conftest import TEST_PORT_BASE
 
@@ -38,3 +39,30 @@ def test_commit_cost_profiles_commits_and_pairs_sides(tmp_path: Path):
     assert sides["default"]["ingest_ratio"] == 1.0
     # After the first round, the checks follow the change feed, as the lake asset's do.
     assert "checks incremental" in proc.stderr
+
+
+def test_a_sides_session_settings_hold_for_its_runs_only():
+    # ``--variant 'NAME:spark.sql.KEY=VALUE'``: the side's setting, then the session's own again.
+    class Conf:
+        def __init__(self) -> None:
+            self.values = {"spark.sql.a": "1"}
+
+        def get(self, key: str, default: str | None = None) -> str | None:
+            return self.values.get(key, default)
+
+        def set(self, key: str, value: str) -> None:
+            self.values[key] = value
+
+        def unset(self, key: str) -> None:
+            del self.values[key]
+
+    class Spark:
+        conf = Conf()
+
+    spark = Spark()
+    with session_settings(spark, {"spark.sql.a": "2", "spark.sql.b": "x"}):
+        assert spark.conf.values == {"spark.sql.a": "2", "spark.sql.b": "x"}
+    assert spark.conf.values == {"spark.sql.a": "1"}
+    # ... and no Hudi option of the side's table.
+    table = variant_table("s3a://lake/t", {"spark.sql.a": "2", "hoodie.x": "y"})
+    assert table.extra_options == {"hoodie.x": "y"}

@@ -27,7 +27,7 @@ from bench.synthetic import event
 from cdc_lake.defs.keys import HUDI_KEY, ORDER_ITEMS_KEY
 from cdc_lake.defs.lake.assets import cdc_events_hudi
 from cdc_lake.defs.marts.assets import order_items
-from cdc_lake.lake.hudi import HUDI_CONF
+from cdc_lake.lake.hudi import SESSION_CONF
 from cdc_lake.lake.ingest import read_table
 from cdc_lake.resources.lake_server import LocalServerSparkLauncher
 from cdc_lake.resources.spark import EmrStepLauncher, SparkLauncher
@@ -218,7 +218,7 @@ def test_emr_step_runs_the_same_job_and_reports_through_pipes(
         "--jars", "/usr/lib/hudi/hudi-spark-bundle.jar",
         "--py-files", f"s3://{s.lake_bucket}/{code[0]}",
     ]  # fmt: skip
-    assert confs == {**HUDI_CONF, "spark.sql.shuffle.partitions": "4"}
+    assert confs == {**SESSION_CONF, "spark.sql.shuffle.partitions": "4"}
     entry_at = args.index(f"s3://{s.lake_bucket}/{code[1]}")
     assert args[entry_at + 1 :: 2] == ["--dagster-pipes-context", "--dagster-pipes-messages"]
     context = decode_param(args[entry_at + 2])["data"]  # inline, as PipesEnvContextInjector puts it
