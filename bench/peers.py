@@ -618,7 +618,7 @@ def bench_peers(
         figures.append(Figure("peers", f"live rows, {label}", rows, "", "", note))
     if large is not None:
         figures += _bench_large(stack, client, large, say, driver_memory, shuffle_partitions,
-                                variant_options or {}, delta_cdf)  # fmt: skip
+                                variant_options or {}, delta_cdf, warm_up)  # fmt: skip
     return figures
 
 
@@ -631,6 +631,7 @@ def _bench_large(
     shuffle_partitions: int,
     variant_options: dict[str, str],
     delta_cdf: bool,
+    warm_up: bool,
 ) -> list[Figure]:
     s = stack.settings
     prefix = f"bench-peers/large-{large.orders}-{uuid.uuid4().hex[:6]}/"
@@ -646,6 +647,7 @@ def _bench_large(
         "shuffle_partitions": shuffle_partitions,
         "variant_options": variant_options,
         "delta_cdf": delta_cdf,
+        "warm_up": warm_up,
         "large": {
             "batch_keys": [k for _, k in batches],
             "batches": [{"key": k, "kind": b.kind} for b, k in batches],

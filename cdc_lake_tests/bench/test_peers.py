@@ -167,6 +167,33 @@ def test_peers_end_equal_and_report_every_figure(local_stack: LocalStack):
     assert paired.value > 0 and paired.note == "same run, alternated"
 
 
+def test_the_large_table_mode_warms_every_side_up_and_ends_equal(local_stack: LocalStack):
+    # The large-table mode runs a worker of its own: each side writes a throwaway table first
+    # (the JVM's first write of its format), then loads the table and takes the batches.
+    large = LargeTable(2_000, sizes=(10,), per_kind=1, distributions=("uniform",))
+    s3 = local_stack.service("s3").client()  # type: ignore[attr-defined]
+    lake = local_stack.settings.lake_bucket
+
+    def keys() -> set[str]:
+        pages = s3.get_paginator("list_objects_v2").paginate(Bucket=lake, Prefix="bench-peers/")
+        return {o["Key"] for page in pages for o in page.get("Contents", [])}
+
+    before = keys()
+    figures = {
+        f.name: f
+        for f in bench_peers(local_stack, s3, (), 1, lambda _: None, warm_up=True, large=large)
+    }
+    label = "2,000 orders"
+    note = figures[f"large table: live rows, {label}"].note
+    assert note == "A = B = C = D = the generator's latest per key", figures
+    for side in ("A", "B", "C", "D"):
+        name = f"large table: {SIDE_NAMES[side]}, 10 changes, uniform, into {label}"
+        assert figures[name].value > 0, name
+    written = keys() - before
+    for table in ("/a-warmup/", "/b-warmup/", "/iceberg/bench/t_warmup/", "/d-warmup/"):
+        assert any(table in k for k in written), table
+
+
 def test_a_variant_sets_hudi_options_and_the_table_configs_fields():
     table = variant_table(
         "s3a://b/t",

@@ -98,6 +98,19 @@ def test_one_pass_counts_skipped_lines_gaps_and_events(spark, lake: SyntheticLak
     assert result.checkpoint["partitions"]["1"] == first.checkpoint["partitions"]["1"]
 
 
+def test_gaps_count_a_redelivered_offset_once_across_bitmap_buckets(spark, lake: SyntheticLake):
+    # Offsets 32,766-32,770 straddle two of the 32,768-offset buckets the count is kept in; the
+    # second object delivers 32,767 again, and 32,769 never comes. Offsets 0-32,765 are missing
+    # too (the table is new: the checkpoint is -1).
+    lake.put([event(1, 100, 1, op="c"), event(2, 100, 2, op="c")], partition=0, start=32_766)
+    lake.put([event(2, 100, 2, op="c"), event(3, 100, 3, op="c")], partition=0, start=32_767)
+    lake.put([event(4, 100, 4, op="c")], partition=0, start=32_770)
+    result = _ingest(spark, lake)
+    assert result.offset_gaps == 32_766 + 1
+    assert result.events_read == 5 and result.events_upserted == 4
+    assert result.checkpoint["partitions"]["0"]["offset"] == 32_770
+
+
 def test_rewritten_duplicated_and_deleted_objects_change_nothing(spark, lake: SyntheticLake):
     k0 = lake.put([event(1, 100, 1, op="c"), event(2, 100, 2, op="c")])
     k1 = lake.put([event(3, 100, 3, op="c")])
