@@ -38,39 +38,49 @@ def test_each_repetition_starts_one_side_later():
     assert all(sorted(o) == sorted(sides) for o in orders)
 
 
-def test_the_large_table_load_rotates_the_sides_per_chunk():
-    # The load rotates as the batches do, so a drift of the machine's load spreads over the sides.
-    calls: list[tuple[str, str]] = []
+class _Table:
+    """A side's table for ``run_large`` without Spark: each call recorded as (side, table, first
+    object); the sides in ``failing`` raise."""
 
-    class Table:
-        def __init__(self, side: str) -> None:
-            self.side = side
+    def __init__(self, calls: list[tuple[str, str, str]], side: str, name: str, failing=()):
+        self.calls, self.side, self.name, self.failing = calls, side, name, failing
 
-        def load(self, objects: list[str]) -> None:
-            calls.append((self.side, objects[0]))
+    def ingest(self, objects: list[str]) -> None:
+        if self.side in self.failing:
+            raise RuntimeError(f"no {self.side} here")
+        self.calls.append((self.side, self.name, objects[0]))
 
-        def ingest(self, objects: list[str]) -> None:
-            calls.append((self.side, objects[0]))
+    load = ingest
 
-        def snapshot(self) -> str:
-            return self.side
+    def snapshot(self) -> str:
+        return self.side
 
-    class Spark:
-        def stop(self) -> None:
-            pass
 
-    sides = ("A", "B", "C")
-    out = run_large(
+class _Spark:
+    def stop(self) -> None:
+        pass
+
+
+def _run_large(sides, side_of, chunks: int, failed=None) -> dict:
+    return run_large(
         sides,
-        lambda side, _name: Table(side),
-        [[f"load{i}"] for i in range(3)],
+        side_of,
+        [[f"load{i}"] for i in range(chunks)],
         {"b0": "batch0"},
         {"batches": [{"key": "b0", "kind": "1 change"}]},
         lambda snapshot: {"rows": 1},
         lambda table: (1, 2, 3),
-        Spark(),
+        _Spark(),
+        failed,
     )
-    loads = [c for c in calls if c[1].startswith("load")]
+
+
+def test_the_large_table_load_rotates_the_sides_per_chunk():
+    # The load rotates as the batches do, so a drift of the machine's load spreads over the sides.
+    calls: list[tuple[str, str, str]] = []
+    sides = ("A", "B", "C")
+    out = _run_large(sides, lambda side, name: _Table(calls, side, name), 3)
+    loads = [(side, obj) for side, _, obj in calls if obj.startswith("load")]
     assert [side for side, _ in loads[0::3]] == ["A", "B", "C"]  # who opens each chunk
     assert loads[:3] == [("A", "load0"), ("B", "load0"), ("C", "load0")]
     assert loads[3:6] == [("B", "load1"), ("C", "load1"), ("A", "load1")]
@@ -80,41 +90,16 @@ def test_the_large_table_load_rotates_the_sides_per_chunk():
 def test_each_side_warms_up_on_a_throwaway_table_and_a_failed_side_is_left_out_of_the_load():
     # The JVM's first write of a format costs 20-40 s: it goes to a throwaway table, untimed.
     calls: list[tuple[str, str, str]] = []
-
-    class Table:
-        def __init__(self, side: str, name: str) -> None:
-            self.side, self.name = side, name
-
-        def ingest(self, objects: list[str]) -> None:
-            if self.side == "B":
-                raise RuntimeError("no Delta here")
-            calls.append((self.side, self.name, objects[0]))
-
-        load = ingest
-
-        def snapshot(self) -> str:
-            return self.side
-
-    class Spark:
-        def stop(self) -> None:
-            pass
-
     sides = ("A", "B", "C")
-    failed = warm_up(sides, Table, ["first"])
-    assert calls == [("A", "warmup", "first"), ("C", "warmup", "first")]
-    assert list(failed) == ["B"] and "no Delta here" in failed["B"]
 
-    out = run_large(
-        sides,
-        Table,
-        [["load0"]],
-        {"b0": "batch0"},
-        {"batches": [{"key": "b0", "kind": "1 change"}]},
-        lambda snapshot: {"rows": 1},
-        lambda table: (1, 2, 3),
-        Spark(),
-        failed,
-    )
+    def side_of(side: str, name: str) -> _Table:
+        return _Table(calls, side, name, failing=("B",))
+
+    failed = warm_up(sides, side_of, ["first"])
+    assert calls == [("A", "warmup", "first"), ("C", "warmup", "first")]
+    assert list(failed) == ["B"] and "no B here" in failed["B"]
+
+    out = _run_large(sides, side_of, 1, failed)
     assert out["B"]["error"] == failed["B"] and out["B"]["batches"] == []
     assert [c for c in calls[2:] if c[2] == "load0"] == [
         ("A", "large", "load0"),
