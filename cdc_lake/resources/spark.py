@@ -115,7 +115,7 @@ def outcome_from_pipes(invocation: PipesClientCompletedInvocation) -> SparkOutco
 def spark_submit_args(
     py_files: str, conf: dict[str, str], jars: tuple[str, ...] = EMR_HUDI_JARS
 ) -> list[str]:
-    """spark-submit options shared by EMR steps and EMR Serverless: Hudi's session settings,
+    """spark-submit options shared by EMR steps and EMR Serverless: the lake's session settings,
     the image's Hudi bundle, the apps' zip, then the deployment's own confs (which win)."""
     args = ["--jars", ",".join(jars), "--py-files", py_files]
     for key, value in {**SESSION_CONF, **conf}.items():
