@@ -226,7 +226,8 @@ def cli_parser() -> argparse.ArgumentParser:
         default=[],
         metavar="KEY=VALUE",
         help="scale, peers: also time the upsert with this Hudi option (paired with the default);"
-        " peers also takes cdc_lake.FIELD=JSON, a HudiTableConfig field",
+        " peers also takes cdc_lake.FIELD=JSON, a HudiTableConfig field, and spark.sql.KEY=VALUE,"
+        " a Spark SQL setting for that side's runs only",
     )
     parser.add_argument(
         "--delta-cdf",

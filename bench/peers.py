@@ -9,8 +9,9 @@ in key order, by four sides:
 - C: Iceberg ``MERGE INTO`` (format v2, copy-on-write, Hadoop catalog on s3a) with the same rule;
 - D: the plain-Parquet floor: the previous version and the batch, latest per key, written as a
   new version (no index, no transactions, no history);
-- A2, only with ``--variant KEY=VALUE``: A with those Hudi options set, a tuning step measured
-  against A in the same run.
+- A2, only with ``--variant KEY=VALUE``: A with those Hudi options set (or a HudiTableConfig
+  field, ``cdc_lake.FIELD``, or a Spark SQL setting for A2's own runs, ``spark.sql.KEY``), a
+  tuning step measured against A in the same run.
 
 B, C and D read, parse and keep the latest change per key with the project's own code
 (``read_lines``, ``parse_raw_lines``, ``latest_per_key``), so the table format is what differs.
@@ -20,14 +21,14 @@ delete. The batch is cut from its lineage (``localCheckpoint``) first: Iceberg's
 source whose plan holds ``input_file_name()``, and B does the same so that both MERGEs get the same
 source.
 
-All four share one Spark session (same settings; the Delta and Iceberg extensions are added
-beside Hudi's, in a worker process of its own, so the pipeline's sessions never load them) and run
-alternately, each repetition starting one side later (A B C D, B C D A, ...); medians are
-reported. Each side's warm-up ingests one file into a throwaway table first. After the timed
-batches, each side's final snapshot is read (timed), one more small batch of updates goes in
-(timed), and the live rows of the four tables are compared: the same count, the same digest of
-(order_id, cdc_lsn) as the generator's own latest-per-key state, and the same hash of every
-column.
+All four share one Spark session (same settings, but for A2's ``spark.sql.`` ones; the Delta and
+Iceberg extensions are added beside Hudi's, in a worker process of its own, so the pipeline's
+sessions never load them) and run alternately, each repetition starting one side later
+(A B C D, B C D A, ...); medians are reported. Each side's warm-up ingests one file into a
+throwaway table first. After the timed batches, each side's final snapshot is read (timed), one
+more small batch of updates goes in (timed), and the live rows of the four tables are compared:
+the same count, the same digest of (order_id, cdc_lsn) as the generator's own latest-per-key
+state, and the same hash of every column.
 """
 
 from __future__ import annotations
@@ -120,9 +121,9 @@ def session_settings(spark: Any, conf: dict[str, str]) -> Iterator[None]:
     """A side's Spark SQL settings (``--variant 'NAME:spark.sql.KEY=VALUE'``) for its own runs
     only: set before, and the session's own values put back after."""
     before = {k: spark.conf.get(k, None) for k in conf}
-    for k, v in conf.items():
-        spark.conf.set(k, v)
     try:
+        for k, v in conf.items():  # a refused one (a static setting) undoes those set before
+            spark.conf.set(k, v)
         yield
     finally:
         for k, v in before.items():
@@ -440,8 +441,9 @@ def run_large(
     """The large-table mode (``bench/peers_large.py``): every side loads the table, chunk by
     chunk, then ingests each change batch, timed alone. The sides' order rotates per load chunk
     and per batch, so a drift of the machine's load spreads over all of them. Each side has
-    warmed up before (``warm_up``; ``failed``: the sides whose warm-up failed, left out), so
-    the load's first chunk costs what the later ones do."""
+    usually warmed up before (``warm_up``; ``failed``: the sides whose warm-up failed, left
+    out), so the JVM's first write of each format is off the load; A's first chunk still creates
+    its table (1.4x its second chunk at 500,000 orders, docs/benchmarks.md)."""
     out: dict[str, Any] = {s: {"batches": [], "load_s": 0.0} for s in sides}
     for s, why in (failed or {}).items():
         out[s]["error"] = why
@@ -526,8 +528,9 @@ def bench_peers(
     large: LargeTable | None = None,
 ) -> list[Figure]:
     """``warm_up``: each side first ingests one file into a throwaway table (off for the smoke
-    size, where it would double the time). ``variant_options``: Hudi options of one more side,
-    A2, cdc-lake's upsert with them set (a tuning step, paired with A in the same run).
+    size, where it would double the time). ``variant_options``: the settings of one more side,
+    A2, cdc-lake's upsert with them set (``variant_table``, ``session_settings``): a tuning
+    step, paired with A in the same run.
     ``delta_cdf``: one more side, B2, Delta's MERGE with its change data feed on. ``large``:
     also the large-table mode (``bench/peers_large.py``), after the sizes."""
     from cdc_lake.raw.objects import RawLayout

@@ -99,15 +99,17 @@ def test_one_pass_counts_skipped_lines_gaps_and_events(spark, lake: SyntheticLak
 
 
 def test_gaps_count_a_redelivered_offset_once_across_bitmap_buckets(spark, lake: SyntheticLake):
-    # Offsets 32,766-32,770 straddle two of the 32,768-offset buckets the count is kept in; the
-    # second object delivers 32,767 again, and 32,769 never comes. Offsets 0-32,765 are missing
-    # too (the table is new: the checkpoint is -1).
+    # The count is kept per bucket of 32,768 offsets (1-32,768, 32,769-65,536, ...), as a bitmap
+    # of positions in the bucket: offsets 2 and 32,770 share a position, in two buckets. The
+    # third object delivers 32,767 again; 0, 1, 3-32,765 and 32,769 never come (the table is
+    # new: the checkpoint is -1).
+    lake.put([event(5, 100, 5, op="c")], partition=0, start=2)
     lake.put([event(1, 100, 1, op="c"), event(2, 100, 2, op="c")], partition=0, start=32_766)
     lake.put([event(2, 100, 2, op="c"), event(3, 100, 3, op="c")], partition=0, start=32_767)
     lake.put([event(4, 100, 4, op="c")], partition=0, start=32_770)
     result = _ingest(spark, lake)
-    assert result.offset_gaps == 32_766 + 1
-    assert result.events_read == 5 and result.events_upserted == 4
+    assert result.offset_gaps == 2 + 32_763 + 1
+    assert result.events_read == 6 and result.events_upserted == 5
     assert result.checkpoint["partitions"]["0"]["offset"] == 32_770
 
 
