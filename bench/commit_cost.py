@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.harness import rotation
-from bench.peers import FIELD_PREFIX, SESSION_PREFIX, session_settings, variant_table
+from bench.peers import FIELD_PREFIX, session_settings, variant_table
 from bench.scale import TOPIC, put_updates, write_raw
 from cdc_lake.lake.hudi import HudiTableConfig
 
@@ -160,12 +160,10 @@ def main(argv: list[str] | None = None) -> int:
             field, value = kv.split("=", 1)
             sides.setdefault(name, {})[FIELD_PREFIX + field] = value
         base = f"s3a://{settings.lake_bucket}/{prefix}"
-        session = {n: {k: v for k, v in o.items() if k.startswith(SESSION_PREFIX)}
-                   for n, o in sides.items()}  # fmt: skip
         tables = {name: variant_table(f"{base}{name}", opts) for name, opts in sides.items()}
         states: dict[str, Any] = {}
         for name, table in tables.items():
-            with session_settings(spark, session[name]):
+            with session_settings(spark, sides[name]):
                 res = ingest_new_files(spark, client, source, table)
                 st = evaluate(spark, table, None)
             assert st is not None
@@ -179,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
                         args.history // 5, r, stride=10_000, move_every=20)  # fmt: skip
             for name in rotation(tuple(names), r):
                 table = tables[name]
-                with session_settings(spark, session[name]):
+                with session_settings(spark, sides[name]):
                     t0 = time.time()
                     res = ingest_new_files(spark, client, source, table)
                     t1 = time.time()

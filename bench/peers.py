@@ -117,9 +117,10 @@ SESSION_PREFIX = "spark.sql."
 
 
 @contextmanager
-def session_settings(spark: Any, conf: dict[str, str]) -> Iterator[None]:
-    """A side's Spark SQL settings (``--variant 'NAME:spark.sql.KEY=VALUE'``) for its own runs
-    only: set before, and the session's own values put back after."""
+def session_settings(spark: Any, variant: dict[str, str]) -> Iterator[None]:
+    """A side's Spark SQL settings (its variant's ``spark.sql.`` keys) for its own runs only:
+    set before, and the session's own values put back after."""
+    conf = {k: v for k, v in variant.items() if k.startswith(SESSION_PREFIX)}
     before = {k: spark.conf.get(k, None) for k in conf}
     try:
         for k, v in conf.items():  # a refused one (a static setting) undoes those set before
@@ -272,8 +273,7 @@ def worker(cfg: dict[str, Any]) -> dict[str, Any]:
             if self.name in ("A", "A2"):
                 extra = cfg["variant_options"] if self.name == "A2" else {}
                 table = variant_table(self.target(), extra)
-                conf = {k: v for k, v in extra.items() if k.startswith(SESSION_PREFIX)}
-                with session_settings(spark, conf):
+                with session_settings(spark, extra):
                     ingest_new_files(spark, client, source, table, max_files=len(objects))
                 return
             latest = batch_latest(objects)

@@ -287,17 +287,15 @@ def _summarize(
         .collect()
     )
     etags = {o.key: o.etag for o in objects}
-    per: dict[int, list[Any]] = {}
+    fresh_by_partition: dict[int, list[Any]] = {}  # a partition's buckets with fresh lines
     for r in rows:
-        per.setdefault(int(r["kafka_partition"]), []).append(r)
+        if r["fresh"]:
+            fresh_by_partition.setdefault(int(r["kafka_partition"]), []).append(r)
     progress, gaps = {}, 0
-    for p, part in per.items():
-        fresh_rows = [r for r in part if r["fresh"]]
-        if not fresh_rows:
-            continue
-        top = max(r["newest"] for r in fresh_rows)
-        low = min(int(r["low"]) for r in fresh_rows)
-        n = sum(int(r["n"]) for r in fresh_rows)
+    for p, buckets in fresh_by_partition.items():
+        top = max(r["newest"] for r in buckets)
+        low = min(int(r["low"]) for r in buckets)
+        n = sum(int(r["n"]) for r in buckets)
         progress[p] = C.PartitionProgress(
             int(top["kafka_offset"]), -int(top[1]), etags.get(top["source_key"], "")
         )
