@@ -262,7 +262,7 @@ def _summarize(
     has_unknown = good & (F.size(T.UNKNOWN_FIELDS) > 0)
     offset = F.col("kafka_offset")
     # Among objects holding the same greatest offset, the earliest: listing resumes there.
-    newest = F.struct(offset, -F.col("start"), F.col("source_key"))
+    newest = F.struct(offset, (-F.col("start")).alias("minus_start"), F.col("source_key"))
     rows = (
         parsed.withColumn("start", F.regexp_extract("source_key", T.KEY_POSITION, 2).cast("long"))
         # Fresh offsets are >= 0 (past a checkpoint of at least -1); other lines: no bucket.
@@ -297,7 +297,7 @@ def _summarize(
         low = min(int(r["low"]) for r in buckets)
         n = sum(int(r["n"]) for r in buckets)
         progress[p] = C.PartitionProgress(
-            int(top["kafka_offset"]), -int(top[1]), etags.get(top["source_key"], "")
+            int(top["kafka_offset"]), -int(top["minus_start"]), etags.get(top["source_key"], "")
         )
         gaps += int(top["kafka_offset"]) - low + 1 - n
         gaps += low - checkpoint.offset(p) - 1
