@@ -70,6 +70,10 @@ SESSION_CONF = {
 }
 
 
+# Hudi's meta columns (_hoodie_record_key and the others): always stored, see __post_init__.
+META_FIELDS = "hoodie.populate.meta.fields"
+
+
 def timeline_server_options(embedded: bool) -> dict[str, str]:
     """The embedded timeline server on or off (see the module docstring), for any table."""
     return {
@@ -128,6 +132,16 @@ class HudiTableConfig:
         if self.index_type not in ("RECORD_INDEX", "GLOBAL_SIMPLE"):
             raise ValueError(
                 f"index_type must be RECORD_INDEX or GLOBAL_SIMPLE: {self.index_type!r}"
+            )
+        if self.extra_options.get(META_FIELDS, "true").strip().lower() == "false":
+            # Hudi documents a table without meta fields for append-only data only. With the
+            # record index, 1.1.1 (and 1.2.0) writes no index entry for such a table: an update
+            # lands beside its old row in another file group, and a key filter finds nothing
+            # (docs/benchmarks.md, Tuning log, "No Hudi meta fields").
+            raise ValueError(
+                f"{META_FIELDS}=false is not supported: Hudi keeps no record index for a table "
+                "without meta fields, so updates leave duplicates and key-filtered reads miss "
+                "rows (Hudi supports it for append-only data only)"
             )
 
     def laid_out_as(self, recorded: str | None) -> HudiTableConfig:

@@ -29,6 +29,18 @@ def test_local_tables_have_no_catalog_options():
     assert simple["hoodie.index.type"] == "GLOBAL_SIMPLE"
     with pytest.raises(ValueError, match="index_type"):
         HudiTableConfig(base_path="s3a://b/t", index_type="BLOOM")
+    # Hudi's virtual keys leave the record index empty (duplicates, key filters that miss):
+    # refused by name, whatever the index or the spelling.
+    for index_type in ("RECORD_INDEX", "GLOBAL_SIMPLE"):
+        with pytest.raises(ValueError, match="hoodie.populate.meta.fields=false"):
+            HudiTableConfig(base_path="s3a://b/t", index_type=index_type,
+                            extra_options={"hoodie.populate.meta.fields": " False"})  # fmt: skip
+    with pytest.raises(ValueError, match="hoodie.populate.meta.fields"):
+        LakeResource(lake_bucket="b", hudi_options={"hoodie.populate.meta.fields": "false"}
+                     ).table_config()  # fmt: skip
+    kept = {"hoodie.populate.meta.fields": "true"}
+    assert HudiTableConfig(base_path="s3a://b/t", extra_options=kept).write_options()[
+        "hoodie.populate.meta.fields"] == "true"  # fmt: skip
 
 
 def test_the_order_items_table_is_written_like_the_lake_and_synced_to_glue():
