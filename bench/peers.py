@@ -394,11 +394,7 @@ def worker(cfg: dict[str, Any]) -> dict[str, Any]:
             flush=True,
         )
 
-    # The scale mode warms each side up on a whole batch: the JVM is shared, and one file left
-    # the JIT cold for whichever side ran first (A's first rep took 1.44x its last, 2026-11-29
-    # 22:17). The large mode's untimed load warms every side up anyway.
-    warm = main[:1] if large else batches[0]
-    failed = warm_up(sides, Side, warm) if cfg["warm_up"] else {}
+    failed = warm_up(sides, Side, main[:1]) if cfg["warm_up"] else {}
     if large:
         return run_large(sides, Side, batches, changes, large, fingerprint, size_of, spark, failed)
     for name, why in failed.items():
@@ -420,9 +416,8 @@ def warm_up(
     sides: tuple[str, ...], side_of: Callable[[str, str], Any], objects: list[Any]
 ) -> dict[str, str]:
     """Each side ingests ``objects`` into a throwaway table, untimed, so that the worker JVM's
-    first write of each format (class loading, the S3 client, the JIT's compilation of the hot
-    paths: 20-50 s more for Hudi's) falls on no timed figure. Returns the sides that failed,
-    with why."""
+    first write of each format (class loading, the S3 client: 20-40 s more for Hudi's) falls on
+    no timed figure. Returns the sides that failed, with why."""
     failed: dict[str, str] = {}
     for name in sides:
         try:
@@ -532,10 +527,10 @@ def bench_peers(
     delta_cdf: bool = False,
     large: LargeTable | None = None,
 ) -> list[Figure]:
-    """``warm_up``: each side first ingests the first batch into a throwaway table, untimed (off
-    for the smoke size, where it would double the time). ``variant_options``: the settings of
-    one more side, A2, cdc-lake's upsert with them set (``variant_table``,
-    ``session_settings``): a tuning step, paired with A in the same run.
+    """``warm_up``: each side first ingests one file into a throwaway table (off for the smoke
+    size, where it would double the time). ``variant_options``: the settings of one more side,
+    A2, cdc-lake's upsert with them set (``variant_table``, ``session_settings``): a tuning
+    step, paired with A in the same run.
     ``delta_cdf``: one more side, B2, Delta's MERGE with its change data feed on. ``large``:
     also the large-table mode (``bench/peers_large.py``), after the sizes."""
     from cdc_lake.raw.objects import RawLayout
