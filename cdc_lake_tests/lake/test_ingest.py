@@ -197,13 +197,11 @@ def test_a_table_without_partitions_upserts_without_move_reconciliation(
     assert read_table(spark, table.base_path).filter("order_id = 1").count() == 1
 
 
-@pytest.mark.parametrize("index_type", ["RECORD_INDEX", "GLOBAL_SIMPLE"])
-def test_an_update_finds_its_row_in_any_file_group(spark, lake: SyntheticLake, index_type: str):
-    # Small base files spread the orders over many file groups, so an update that the index
-    # did not locate would land beside its old row (as with Hudi's virtual keys, whose record
-    # index stays empty) instead of replacing it.
+def test_an_update_finds_its_row_in_any_file_group(spark, lake: SyntheticLake):
+    # Small base files spread the orders over many file groups, so an update that the record
+    # index (the default) did not locate would land beside its old row (as with Hudi's virtual
+    # keys, whose record index stays empty) instead of replacing it.
     table = lake.table(
-        index_type=index_type,
         extra_options={"hoodie.parquet.max.file.size": "20000",
                        "hoodie.parquet.small.file.limit": "0"},
     )  # fmt: skip
