@@ -13,6 +13,13 @@ Why offsets and not object keys
     hold a greater offset and skips the lines at or below the checkpoint, so overwritten,
     re-cut, overlapping or duplicated objects change nothing.
 
+The newest truncate
+    ``truncated``: the ``cdc_ordering`` of the newest ``TRUNCATE`` the table has applied ("" for
+    none). A change older than it that is read later (from another partition, or in a replay,
+    which rewinds the offsets but keeps this) lost to the truncate and is dropped
+    (``cdc_lake/lake/ordering.py``). It is absent from checkpoints written before truncates
+    reached the lake, which read as "".
+
 What a refresh reads (``plan``)
     Per partition, the listing starts at the object that held the checkpoint (``StartAfter`` the
     key just before it): a re-cut keeps that key, and every later object starts after it. That
@@ -57,6 +64,7 @@ class PartitionProgress:
 class Checkpoint:
     topic: str
     partitions: dict[int, PartitionProgress] = field(default_factory=dict)
+    truncated: str = ""  # the newest truncate's cdc_ordering ("": none)
 
     def offset(self, partition: int) -> int:
         p = self.partitions.get(partition)
@@ -70,6 +78,7 @@ class Checkpoint:
                 str(p): {"offset": v.offset, "start": v.start, "etag": v.etag}
                 for p, v in sorted(self.partitions.items())
             },
+            **({"truncated": self.truncated} if self.truncated else {}),
         }
 
     @staticmethod
@@ -80,6 +89,7 @@ class Checkpoint:
                 int(p): PartitionProgress(int(v["offset"]), int(v["start"]), str(v["etag"]))
                 for p, v in data["partitions"].items()
             },
+            truncated=str(data.get("truncated", "")),
         )
 
     def advanced(self, progress: Mapping[int, PartitionProgress]) -> Checkpoint:
@@ -89,6 +99,12 @@ class Checkpoint:
             if new.offset > self.offset(p):
                 merged[p] = new
         return replace(self, partitions=merged)
+
+    def truncated_at(self, ordering: str | None) -> Checkpoint:
+        """This checkpoint after a truncate at ``ordering`` (None: none); the newest is kept."""
+        if ordering is None or ordering <= self.truncated:
+            return self
+        return replace(self, truncated=ordering)
 
     def rewound(self, from_offset: int, partitions: list[int] | None = None) -> Checkpoint:
         """The progress a replay starts from: offsets from ``from_offset`` on are unread again

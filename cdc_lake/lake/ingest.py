@@ -16,9 +16,13 @@ One run:
    ``parse_raw_lines`` says so, when it is not valid UTF-8, or when it is longer than
    ``max_line_mb``. With ``quarantine`` on, bad lines are written to the quarantine prefix
    instead, and the rest goes on;
-5. keeps the latest change per order (``cdc_lake/lake/ordering.py``). When the batch holds the
-   last record of a completed Debezium snapshot, the live orders older than that snapshot are
-   deleted (``cdc_lake/lake/snapshots.py``): the snapshot no longer held them;
+5. keeps the latest change per key (``cdc_lake/lake/ordering.py``), a value Debezium did not
+   receive (an unchanged TOASTed column) filled in from the key's previous value or the run
+   stopped before committing (``cdc_lake/lake/unavailable.py``). When the batch holds the last
+   record of a completed Debezium snapshot, the live rows older than that snapshot are deleted
+   (``cdc_lake/lake/snapshots.py``): the snapshot no longer held them. When it holds a
+   truncate, every live row older than the newest one is deleted, and the truncate's place is
+   kept in the checkpoint, so an older change read later is dropped (``ordering.py``);
 6. upserts the result. The new checkpoint goes into the same Hudi commit. An existing table is
    written in the layout it was created with (its partition field), whatever the setting says
    now: Hudi cannot change it in place (``IngestResult.layout_note`` says when they differ).
@@ -57,6 +61,7 @@ from cdc_lake.lake import checkpoint as C
 from cdc_lake.lake import ordering as O
 from cdc_lake.lake import snapshots as S
 from cdc_lake.lake import transforms as T
+from cdc_lake.lake import unavailable as U
 from cdc_lake.lake.change_sets import write_change_set
 from cdc_lake.lake.hudi import (
     CommitInfo,
@@ -127,6 +132,8 @@ class IngestResult:
     offset_gaps: int = 0  # offsets missing between the checkpoint and the newest line
     snapshot_ts_ms: int | None = None  # a completed snapshot's time, when the batch ends one
     absent_from_snapshot: int = 0  # live orders that snapshot no longer held: deleted
+    truncated_rows: int = 0  # live rows older than a truncate in the batch: deleted
+    unavailable_lines: int = 0  # fresh lines holding Debezium's placeholder: filled in
     list_requests: int = 0
     seconds: float = 0.0
     schema: LakeSchema | None = None  # the lake's columns after this run
@@ -240,6 +247,8 @@ class _Batch:
     bad: int  # fresh and bad
     good: int  # fresh and good: the events read
     snapshot_ts_ms: int | None  # a completed snapshot's time (``S.completed_snapshot_ts``)
+    truncate: tuple[int, int] | None  # the newest truncate's (ts, lsn) among the good lines
+    unavailable: int  # good lines holding Debezium's placeholder (``U.line_has_placeholder``)
     progress: dict[int, C.PartitionProgress]
     gaps: int
     unknown_fields: list[str]  # fields of fresh good lines that the schema does not know
@@ -263,6 +272,9 @@ def _summarize(
     offset = F.col("kafka_offset")
     # Among objects holding the same greatest offset, the earliest: listing resumes there.
     newest = F.struct(offset, (-F.col("start")).alias("minus_start"), F.col("source_key"))
+    truncate_at = F.struct(
+        F.col("__source_ts_ms").alias("ts"), F.coalesce(F.col("__lsn"), F.lit(0)).alias("lsn")
+    )
     rows = (
         parsed.withColumn("start", F.regexp_extract("source_key", T.KEY_POSITION, 2).cast("long"))
         # Fresh offsets are >= 0 (past a checkpoint of at least -1); other lines: no bucket.
@@ -274,6 +286,8 @@ def _summarize(
             F.count_if(fresh & F.col("error").isNotNull()).alias("bad"),
             F.count_if(good).alias("good"),
             F.max(F.when(good, S.snapshot_end_ts())).alias("snapshot_ts"),
+            F.max(F.when(good & (F.col("__op") == O.TRUNCATE_OP), truncate_at)).alias("truncate"),
+            F.count_if(good & U.line_has_placeholder()).alias("unavailable"),
             F.max(F.when(fresh, newest)).alias("newest"),
             F.min(F.when(fresh, offset)).alias("low"),
             F.bitmap_construct_agg(F.when(fresh, F.bitmap_bit_position(offset))).alias("bits"),
@@ -304,12 +318,16 @@ def _summarize(
     snapshots = [int(r["snapshot_ts"]) for r in rows if r["snapshot_ts"] is not None]
     unknown_at = [tuple(r["unknown_at"]) for r in rows if r["unknown_at"] is not None]
     first = min(unknown_at, default=None)
+    truncates = [(int(r["truncate"]["ts"]), int(r["truncate"]["lsn"])) for r in rows
+                 if r["truncate"] is not None]  # fmt: skip
     return _Batch(
         lines=sum(int(r["lines"]) for r in rows),
         fresh=sum(int(r["fresh"]) for r in rows),
         bad=sum(int(r["bad"]) for r in rows),
         good=sum(int(r["good"]) for r in rows),
         snapshot_ts_ms=max(snapshots) if snapshots else None,
+        truncate=max(truncates, default=None),
+        unavailable=sum(int(r["unavailable"]) for r in rows),
         progress=progress,
         gaps=gaps,
         unknown_fields=sorted({f for r in rows for f in (r["unknown"] or [])}),
@@ -428,6 +446,7 @@ def ingest_new_files(
     fresh = parsed.where(is_fresh)
     latest: DataFrame | None = None
     absent: DataFrame | None = None
+    truncated: DataFrame | None = None
     filled: DataFrame | None = None
     try:
         batch = _summarize(parsed, is_fresh, objects, start)
@@ -451,17 +470,35 @@ def ingest_new_files(
             result.quarantined, result.quarantine_path = n_bad, target
         rows = T.to_lake_rows(good, schema)
         result.events_read = batch.good
+        # A truncate's marker is no row: it sweeps (below). A change older than a truncate
+        # applied before lost to it.
+        rows = rows.where(F.col("cdc_op") != O.TRUNCATE_OP)
+        if start.truncated:
+            rows = rows.where(F.col(O.ORDERING_FIELD) >= F.lit(start.truncated))
+        # Read only when a fill, a snapshot's end or a truncate needs the stored rows.
+        needs_stored = batch.unavailable or batch.snapshot_ts_ms is not None or batch.truncate
+        rows_now = (
+            read_table(spark, table.base_path)
+            if needs_stored and table_exists(spark, table.base_path)
+            else None
+        )
+        result.unavailable_lines = batch.unavailable
+        if batch.unavailable:
+            rows = U.fill_from_batch(rows, schema)
         latest = O.latest_per_key(rows, schema.key)
+        if batch.unavailable:
+            latest = U.fill_from_table(latest, rows_now, schema, schema.table)
         result.snapshot_ts_ms = batch.snapshot_ts_ms
         if result.snapshot_ts_ms is not None:
-            rows_now = None
-            if table_exists(spark, table.base_path):
-                rows_now = read_table(spark, table.base_path)
             absent = S.absent_from_snapshot(
                 rows_now, latest, result.snapshot_ts_ms, schema.key
             ).persist()
             result.absent_from_snapshot = absent.count()
             latest = O.latest_per_key(latest.unionByName(absent), schema.key)
+        if batch.truncate is not None:
+            truncated = O.swept(rows_now, latest, *batch.truncate, schema.key).persist()
+            result.truncated_rows = truncated.count()
+            latest = O.latest_per_key(latest.unionByName(truncated), schema.key)
         if backfill:
             filled = _stored_with_missing_values(spark, table, schema, backfill)
             latest = O.latest_per_key(latest.unionByName(filled), schema.key)
@@ -473,13 +510,17 @@ def ingest_new_files(
         if filled is not None:
             # Stored rows the batch does not change: they kept their ordering.
             result.backfilled = filled.join(rows, schema.key, "left_anti").count()
-        new_checkpoint = stored.advanced(progress)
+        new_checkpoint = stored.advanced(progress).truncated_at(
+            O.ordering_text(*batch.truncate) if batch.truncate is not None else None
+        )
         _write(spark, latest, table, new_checkpoint.to_json(), schema, result)
     finally:
         if latest is not None:
             latest.unpersist()
         if absent is not None:
             absent.unpersist()
+        if truncated is not None:
+            truncated.unpersist()
         if filled is not None:
             filled.unpersist()
         parsed.unpersist()

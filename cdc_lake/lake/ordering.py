@@ -20,6 +20,18 @@ Ordering
       (``merge_options``): an incoming row replaces the stored one only if it is not older, so
       a change that arrives after a newer one is ignored.
 
+Truncates
+    A ``TRUNCATE`` reaches the topic as one marker per table (``__op`` t, no key:
+    ``connectors/s3-sink``'s ``TruncateMarker``), at its own ``(__source_ts_ms, __lsn)``. It takes
+    that place in the order: every key whose latest change is older than the truncate is deleted
+    (``swept``: a delete stamped with the truncate's own ordering), and a change after it
+    survives, in the same batch or in another partition of the topic. The newest truncate's
+    ordering stays in the checkpoint (``cdc_lake/lake/checkpoint.py``), so a change older than it
+    that arrives later (another partition, a replay) is dropped instead of coming back.
+    Snapshots use the same sweep: once a completed snapshot is read, a live key whose latest
+    change is older than it was deleted before it began (``cdc_lake/lake/snapshots.py``), and
+    the delete is stamped just below the snapshot (its time, LSN 0).
+
 Deletes
     A delete is a row with ``is_deleted`` true that competes like any change: a delete newer
     than an update wins, an older one loses. ``with_delete_marker`` then writes it as
@@ -34,6 +46,7 @@ Idempotency
 
 from __future__ import annotations
 
+from functools import reduce
 from typing import TYPE_CHECKING, Literal, get_args
 
 from pyspark.sql import Column, Window
@@ -45,6 +58,8 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
 ORDERING_FIELD = "cdc_ordering"
+# A truncate's ``__op``: never a row of its own, it sweeps the older rows (``swept``).
+TRUNCATE_OP = "t"
 # Ranks for breaking a (ts, lsn) tie: a delete beats an update beats an insert beats a snapshot.
 OP_RANK = {"d": 3, "u": 2, "c": 1, "r": 0}
 # cdc_ordering pads ts to 15 and lsn to 20 digits; values outside that range would break it.
@@ -59,18 +74,29 @@ def ordering(ts: Column, lsn: Column) -> Column:
     return F.format_string("%015d%020d", ts, F.coalesce(lsn, F.lit(0)))
 
 
+def op_rank() -> Column:
+    """A row's ``cdc_op`` as its tie-break rank (``OP_RANK``; -1 for any other)."""
+    rank = F.lit(-1)
+    for op, value in OP_RANK.items():
+        rank = F.when(F.col("cdc_op") == op, F.lit(value)).otherwise(rank)
+    return rank
+
+
+def ordering_text(ts: int, lsn: int) -> str:
+    """``ordering``'s value for one (ts, lsn), in Python."""
+    return f"{ts:015d}{lsn:020d}"
+
+
 def latest_per_key(rows: DataFrame, key: str = OUTBOX.key) -> DataFrame:
     """Per value of ``key``, the lake row with the greatest ``(cdc_source_ts_ms, cdc_lsn)``, ties
     broken as the module docstring says."""
-    op_rank = F.lit(-1)
-    for op, rank in OP_RANK.items():
-        op_rank = F.when(F.col("cdc_op") == op, F.lit(rank)).otherwise(op_rank)
+    rank = op_rank()
     first = [c for c in ("updated_at",) if c in rows.columns]
     keys = (key, "cdc_source_ts_ms", "cdc_lsn", "cdc_op", *first)
     window = Window.partitionBy(key).orderBy(
         F.col("cdc_source_ts_ms").desc(),
         F.col("cdc_lsn").desc(),
-        op_rank.desc(),
+        rank.desc(),
         *[F.col(c).desc_nulls_last() for c in first],
         *[F.col(c).desc_nulls_last() for c in rows.columns if c not in keys],
     )
@@ -79,6 +105,40 @@ def latest_per_key(rows: DataFrame, key: str = OUTBOX.key) -> DataFrame:
         rows.withColumn("_rank", F.row_number().over(window))
         .where(F.col("_rank") == 1)
         .drop("_rank")
+    )
+
+
+def swept(
+    stored: DataFrame | None, batch: DataFrame, ts: int, lsn: int, key: str = OUTBOX.key
+) -> DataFrame:
+    """Deletes, as lake rows stamped ``(ts, lsn)``, of the live keys whose latest change is older
+    than ``(ts, lsn)``, over the table's current rows (``stored``; None before the first commit)
+    and the batch's ``latest_per_key`` rows. Columns as ``batch``'s; a column the batch adds to
+    the table is null in the rows stored before it."""
+    columns = batch.columns
+    aligned = [
+        F.col(c) if stored is not None and c in stored.columns
+        else F.lit(None).cast(batch.schema[c].dataType).alias(c)
+        for c in columns
+    ]  # fmt: skip
+    sides = [batch] if stored is None else [stored.select(*aligned), batch]
+    point = ordering(F.lit(ts), F.lit(lsn))
+    newer = reduce(
+        lambda a, b: a.unionByName(b),
+        [s.where(F.col(ORDERING_FIELD) >= point).select(key) for s in sides],
+    ).distinct()
+    older = reduce(
+        lambda a, b: a.unionByName(b), [s.where(F.col(ORDERING_FIELD) < point) for s in sides]
+    )
+    return (
+        live_rows(latest_per_key(older, key))
+        .join(newer, key, "left_anti")
+        .withColumn("cdc_op", F.lit("d"))
+        .withColumn("is_deleted", F.lit(True))
+        .withColumn("cdc_source_ts_ms", F.lit(ts).cast("long"))
+        .withColumn("cdc_lsn", F.lit(lsn).cast("long"))
+        .withColumn(ORDERING_FIELD, point)
+        .select(*columns)
     )
 
 

@@ -38,7 +38,6 @@ Limits
 
 from __future__ import annotations
 
-from functools import reduce
 from typing import TYPE_CHECKING
 
 from pyspark.sql import functions as F
@@ -72,29 +71,6 @@ def absent_from_snapshot(
 ) -> DataFrame:
     """Deletes, as lake rows, of the live keys whose latest change is older than the
     snapshot, over the table's current rows (``stored``, None before the first commit) and the
-    batch's ``latest_per_key`` rows; columns as ``batch``."""
-    columns = batch.columns
-    # A column the batch adds to the table is null in the rows stored before it.
-    aligned = [
-        F.col(c) if stored is not None and c in stored.columns
-        else F.lit(None).cast(batch.schema[c].dataType).alias(c)
-        for c in columns
-    ]  # fmt: skip
-    sides = [batch] if stored is None else [stored.select(*aligned), batch]
-    ts = F.col("cdc_source_ts_ms")
-
-    def union(frames: list[DataFrame]) -> DataFrame:
-        return reduce(lambda a, b: a.unionByName(b), frames)
-
-    newer = union([s.where(ts >= snapshot_ts).select(key) for s in sides]).distinct()
-    older = union([s.where(ts < snapshot_ts) for s in sides])
-    live_before = O.live_rows(O.latest_per_key(older, key))
-    return (
-        live_before.join(newer, key, "left_anti")
-        .withColumn("cdc_op", F.lit("d"))
-        .withColumn("is_deleted", F.lit(True))
-        .withColumn("cdc_source_ts_ms", F.lit(snapshot_ts).cast("long"))
-        .withColumn("cdc_lsn", F.lit(0).cast("long"))
-        .withColumn("cdc_ordering", O.ordering(F.col("cdc_source_ts_ms"), F.col("cdc_lsn")))
-        .select(*columns)
-    )
+    batch's ``latest_per_key`` rows; columns as ``batch``. The merge rule's sweep, stamped just
+    below the snapshot (``cdc_lake/lake/ordering.py``)."""
+    return O.swept(stored, batch, snapshot_ts, 0, key)

@@ -8,10 +8,11 @@ Bad input
     ``parse_raw_lines`` never drops or fails on a line. Blank lines are skipped; every other line
     comes out either as an event or with ``error`` set to a short reason, named by its S3 key and
     1-based line number. A line is bad when it is not exactly one JSON object (invalid or
-    truncated JSON, two objects on one line), a number field has the wrong type, ``order_id`` /
-    ``__op`` / ``__source_ts_ms`` is missing or null, ``__lsn`` is missing or null on a change
-    that is not a snapshot read (``r``), ``__op`` is not one of r, c, u,
-    d, ``__deleted`` is not "true"/"false", ``__lsn`` or ``__source_ts_ms`` is out of range, or
+    truncated JSON, two objects on one line), a number field has the wrong type, the key (on
+    any change but a truncate's marker, ``t``, which names no row) / ``__op`` /
+    ``__source_ts_ms`` is missing or null, ``__lsn`` is missing or null on a change that is not a
+    snapshot read (``r``), ``__op`` is not one of r, c, u, d, t, ``__deleted`` is not
+    "true"/"false", ``__lsn`` or ``__source_ts_ms`` is out of range, or
     ``updated_at`` is not a timestamp. The ingestion's reader also refuses, before parsing, a
     line that is not valid UTF-8 (Spark's text decoding would silently turn the bytes into
     U+FFFD) (``cdc_lake/lake/ingest.py``).
@@ -60,7 +61,8 @@ from cdc_lake.source.captured import captured
 CORRUPT_COLUMN = "_corrupt_record"
 # Optional input column: a reason found before parsing (invalid UTF-8, too long), or null.
 INPUT_ERROR = "input_error"
-OPS = tuple(O.OP_RANK)
+# Every change's operation, and a truncate's marker (``ordering.TRUNCATE_OP``).
+OPS = (*O.OP_RANK, O.TRUNCATE_OP)
 MAX_SOURCE_TS_MS = O.MAX_SOURCE_TS_MS
 NULL_PARTITION = "__null__"
 # The sink's key ends with +<partition>+<start offset, 20 digits>.jsonl.
@@ -230,6 +232,9 @@ def _error_reason(schema: LakeSchema, n_values: Column, precise_types: bool) -> 
     required = required_fields(schema)
     absent = {name: F.col(name).isNull() for name in required}
     absent["__lsn"] = absent["__lsn"] & (F.col("__op") != "r")
+    # A truncate's marker names no row: it has no key.
+    key = schema.key
+    absent[key] = absent[key] & (F.coalesce(F.col("__op"), F.lit("")) != O.TRUNCATE_OP)
     missing = F.concat_ws(", ", *[F.when(absent[name], F.lit(name)) for name in required])
     op, deleted = F.col("__op"), F.col("__deleted")
     ts = F.col("__source_ts_ms")

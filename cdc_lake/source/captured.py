@@ -19,10 +19,24 @@ To capture another table, add its declaration to ``TABLES`` (README, "Adding a t
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal, get_args
 
 # The checks the upsert app evaluates on every captured table's Hudi table: this one is named
 # the same on each; the key and delete checks are named after the table (below).
 RESCAN_CHECK = "incremental_matches_rescan"
+
+# Debezium's placeholder for a value the WAL did not carry (a TOASTed column that an UPDATE left
+# unchanged, on a table whose replica identity is not FULL). The source connector is set to it
+# (``cdc_lake/streaming/connect_config.py``) and the lake fills it in or stops
+# (``cdc_lake/lake/unavailable.py``).
+UNAVAILABLE_VALUE = "__debezium_unavailable_value"
+
+# full: the source asset sets REPLICA IDENTITY FULL, so every update and delete carries the
+# whole row (TOASTed values included); default: the table is left as it is (a user without
+# owner rights, as on RDS), and the lake fills an unchanged TOASTed value in from the key's
+# previous one.
+ReplicaIdentity = Literal["full", "default"]
+REPLICA_IDENTITIES: tuple[ReplicaIdentity, ...] = get_args(ReplicaIdentity)
 
 
 @dataclass(frozen=True)
@@ -37,6 +51,15 @@ class CapturedTable:
     partition_from: str = ""
     # What one row is, in the names of its checks ("no_deleted_orders"); "": the table's name.
     rows: str = ""
+    # How the source is prepared for updates of large values (``ReplicaIdentity`` above).
+    replica_identity: ReplicaIdentity = "full"
+
+    def __post_init__(self) -> None:
+        if self.replica_identity not in REPLICA_IDENTITIES:
+            raise ValueError(
+                f"{self.source}: replica_identity {self.replica_identity!r} is not one of "
+                f"{', '.join(REPLICA_IDENTITIES)} (cdc_lake/source/captured.py)"
+            )
 
     @property
     def name(self) -> str:

@@ -4,8 +4,11 @@
   1. ``sql/*.sql`` in file-name order: the Northwind-shaped schema (existing tables are kept as
      they are), then the outbox table, its triggers and the publication, then Debezium's
      heartbeat and signal tables, which join the publication;
-  2. each captured table (``cdc_lake/source/captured.py``: the outbox, the customers) joins
-     the publication if it is not in it yet;
+  2. each captured table (``cdc_lake/source/captured.py``: the outbox, the customers) is
+     checked first (``preflight.check_capturable``: it exists, and its primary key is its
+     declared key; else nothing is published), gets ``REPLICA IDENTITY FULL`` unless its
+     declaration says ``replica_identity="default"`` (so an update that leaves a large TOASTed
+     value alone still carries it), and joins the publication if it is not in it yet;
   3. the replication role gets only what Debezium needs: USAGE on the schema, SELECT on the
      captured tables (for snapshots), UPDATE of the heartbeat's one column (its
      heartbeat.action.query) and INSERT on the signal table (incremental snapshots write
@@ -23,12 +26,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import psycopg2.errors
 from psycopg2 import sql
 from psycopg2.extensions import connection as PgConnection
 
 from cdc_lake import sql_dir
-from cdc_lake.source.captured import TABLES
+from cdc_lake.source.captured import TABLES, CapturedTable
 from cdc_lake.source.generator import NorthwindGenerator, RowStream
+from cdc_lake.source.preflight import SourceNotReady, check_capturable
 
 SCHEMA = "datalake"
 # Created by sql/002_outbox.sql (plain SQL, so it names it too); Debezium reads it.
@@ -77,6 +82,37 @@ def publish(conn: PgConnection, tables: Sequence[str]) -> list[str]:
                 added.append(name)
     conn.commit()
     return added
+
+
+def set_replica_identity(conn: PgConnection, tables: Sequence[CapturedTable]) -> list[str]:
+    """``REPLICA IDENTITY FULL`` on each table declared ``replica_identity="full"`` that does not
+    have it yet; returns the ones it changed. A table declared ``default`` is left as it is."""
+    changed = []
+    with conn.cursor() as cur:
+        for table in tables:
+            if table.replica_identity != "full":
+                continue
+            cur.execute("SELECT relreplident FROM pg_class WHERE oid = %s::regclass",
+                        (table.source,))  # fmt: skip
+            row = cur.fetchone()
+            if row and row[0] == "f":
+                continue
+            try:
+                cur.execute(sql.SQL("ALTER TABLE {} REPLICA IDENTITY FULL").format(
+                    _table(table.source)))  # fmt: skip
+            except psycopg2.errors.InsufficientPrivilege as e:
+                conn.rollback()
+                raise SourceNotReady(
+                    f"{table.source} needs REPLICA IDENTITY FULL (its declaration's "
+                    "replica_identity='full'), and this role may not set it: "
+                    f"{str(e).strip()}. Fix: have the table's owner run ALTER TABLE "
+                    f"{table.source} REPLICA IDENTITY FULL, or declare replica_identity="
+                    "'default' in cdc_lake/source/captured.py (the lake then fills unchanged "
+                    "TOASTed values in from the previous ones)."
+                ) from e
+            changed.append(table.source)
+    conn.commit()
+    return changed
 
 
 def grant_replication_role(conn: PgConnection, role: str, tables: Sequence[str]) -> None:
@@ -186,6 +222,8 @@ def prepare_source(
     Returns the outbox statistics and whether sample data was loaded."""
     tables = [t.source for t in TABLES]
     apply_sql(conn)
+    check_capturable(conn, TABLES)
+    set_replica_identity(conn, TABLES)
     publish(conn, tables)
     grant_replication_role(conn, replication_role, tables)
     loaded = False

@@ -1,5 +1,6 @@
 """Checks that the source database can feed Debezium, each failing with the cause and the fix;
-and how far the connector's replication slot lags behind the WAL.
+that each declared table can be captured (``check_capturable``); and how far the connector's
+replication slot lags behind the WAL.
 
 The publication must hold the outbox and Debezium's two tables (``sql/003_debezium.sql``): the
 heartbeat table, without which a quiet outbox pins WAL on PostgreSQL 15+, and the signal table,
@@ -8,9 +9,12 @@ without which incremental-snapshot signals are never seen.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from psycopg2.extensions import connection as PgConnection
+
+from cdc_lake.source.captured import CapturedTable
 
 OUTBOX_TABLE = "datalake.cdc_events"
 DEBEZIUM_TABLES = ("datalake.cdc_heartbeat", "datalake.debezium_signal")
@@ -122,3 +126,64 @@ def slot_lag(conn: PgConnection, slot: str) -> SlotLag | None:
     return SlotLag(
         slot, bool(active), wal_status, restart, flush, keep if keep >= 0 else None, safe
     )
+
+
+def check_capturable(conn: PgConnection, tables: Sequence[CapturedTable]) -> None:
+    """Each declared table exists and has a primary key on exactly its declared key columns;
+    else ``SourceNotReady`` naming the table and what to do, before anything is published.
+
+    Why: PostgreSQL refuses every ``UPDATE`` and ``DELETE`` of a published table that has no
+    replica identity (a table without a primary key has none by default), so publishing one
+    would break the application's own writes; and Debezium skips such a table in snapshots.
+    A key that is not the primary key would let the lake keep one row per value of a column
+    the source does not hold unique."""
+    for table in tables:
+        schema, _, name = table.source.rpartition(".")
+        with conn.cursor() as cur:
+            cur.execute(
+                "SELECT c.oid, c.relreplident FROM pg_class c JOIN pg_namespace n"
+                " ON n.oid = c.relnamespace WHERE n.nspname = %s AND c.relname = %s"
+                " AND c.relkind IN ('r', 'p')",
+                (schema, name),
+            )
+            found = cur.fetchone()
+            if found is None:
+                conn.commit()
+                raise SourceNotReady(
+                    f"{table.source} is declared in cdc_lake/source/captured.py but the source "
+                    "has no such table. Fix: create it (sql/ or your own migration), or remove "
+                    "its declaration."
+                )
+            cur.execute(
+                "SELECT array_agg(a.attname::text ORDER BY k.ord) FROM pg_index i"
+                " CROSS JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, ord)"
+                " JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum"
+                " WHERE i.indrelid = %s AND i.indisprimary",
+                (found[0],),
+            )
+            row = cur.fetchone()
+        conn.commit()
+        primary: tuple[str, ...] = tuple(row[0]) if row and row[0] else ()
+        declared = (table.key,)
+        if not primary:
+            raise SourceNotReady(
+                f"{table.source} has no primary key, so it cannot be captured: published, "
+                "every UPDATE and DELETE of it would fail in PostgreSQL (no replica identity), "
+                "and Debezium skips it in snapshots. Nothing was published. Fix: add one on "
+                f"its declared key, ALTER TABLE {table.source} ADD PRIMARY KEY "
+                f"({', '.join(declared)}); or, if another unique key identifies a row, declare "
+                "that key and make it the primary key (cdc_lake/source/captured.py)."
+            )
+        if len(primary) > 1 and sorted(primary) != sorted(declared):
+            raise SourceNotReady(
+                f"{table.source}'s primary key has several columns ({', '.join(primary)}); a "
+                "captured table's key is one column for now. Nothing was published. Fix: add a "
+                "one-column primary key, or leave the table out of cdc_lake/source/captured.py."
+            )
+        if sorted(primary) != sorted(declared):
+            raise SourceNotReady(
+                f"{table.source} is declared with key ({', '.join(declared)}) but its primary "
+                f"key is ({', '.join(primary)}): the lake keeps one row per value of its key, "
+                "so the two must be the same. Nothing was published. Fix: declare key="
+                f"{primary[0]!r} in cdc_lake/source/captured.py, or change the primary key."
+            )

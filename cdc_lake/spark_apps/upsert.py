@@ -71,6 +71,11 @@ def run_upsert(spark: SparkSession, s3_client: Any, params: UpsertParams) -> App
         "offset_gaps": meta(result.offset_gaps, "int"),
         # A completed snapshot in the batch deletes the live orders it no longer held.
         "orders_absent_from_snapshot": meta(result.absent_from_snapshot, "int"),
+        # A TRUNCATE in the batch deletes every live row older than it.
+        "rows_truncated": meta(result.truncated_rows, "int"),
+        # Lines holding Debezium's placeholder for an unchanged TOASTed value: filled in from
+        # the key's previous value (cdc_lake/lake/unavailable.py).
+        "unavailable_lines_filled": meta(result.unavailable_lines, "int"),
         # A column added with a default: the stored rows it was given to (once, when added).
         "backfilled_rows": meta(result.backfilled, "int"),
         "backfilled_columns": meta(list(result.backfilled_columns), "json"),

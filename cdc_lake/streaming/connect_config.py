@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from cdc_lake.source.captured import OUTBOX, TABLES, CapturedTable
+from cdc_lake.source.captured import OUTBOX, TABLES, UNAVAILABLE_VALUE, CapturedTable
 from cdc_lake.source.database import PG_PORT, PUBLICATION
 
 PLACEHOLDER = re.compile(r"\{\{\s*([a-z0-9_]+)\s*\}\}")
@@ -147,6 +147,7 @@ class CdcConnectorSettings:
                 "topic_prefix": self.topic_prefix,
                 "tables": ",".join(t.source for t in TABLES),
                 "heartbeat_interval_ms": self.heartbeat_interval_ms,
+                "unavailable_value": UNAVAILABLE_VALUE,
             },
         )
 

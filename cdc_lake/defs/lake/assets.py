@@ -274,6 +274,8 @@ def _nothing_new(
         quarantined_lines=zero,
         lines_already_ingested=zero,
         offset_gaps=zero,
+        rows_truncated=zero,
+        unavailable_lines_filled=zero,
         backfilled_rows=zero,
         backfilled_columns=dg.MetadataValue.json([]),
         change_set=dg.MetadataValue.text("no new commit"),

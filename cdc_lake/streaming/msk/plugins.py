@@ -88,11 +88,14 @@ def plugin_archive(base_name: str, folders: Mapping[str, Path]) -> PluginArchive
 
 
 def plugin_archives(settings: MskConnectSettings, dirs: MskPluginDirs) -> dict[str, PluginArchive]:
-    """The source's and the sink's plugin, each bundling the config provider."""
+    """The source's and the sink's plugin, each bundling the config provider. The source's also
+    holds our connector jars: its transform chain starts with their ``TruncateMarker``, and a
+    connector on MSK Connect loads classes from its one plugin only."""
     provider = {CONFIG_PROVIDER_FOLDER: dirs.config_provider}
     return {
         "source": plugin_archive(
-            f"{settings.name_prefix}-debezium", {"debezium": dirs.debezium, **provider}
+            f"{settings.name_prefix}-debezium",
+            {"debezium": dirs.debezium, "s3sink": dirs.s3_sink, **provider},
         ),
         "sink": plugin_archive(
             f"{settings.name_prefix}-s3-sink", {"s3sink": dirs.s3_sink, **provider}

@@ -1,0 +1,144 @@
+"""Every event of every captured table reaches the lake, end to end on the real stack (PostgreSQL,
+Debezium, Kafka, the S3 sink, Spark with Hudi), on a pipeline of its own (the fault suite's
+``FaultPipeline``), in order:
+
+1. an unchanged TOASTed value (22,400 characters of text in a column added to
+   ``datalake.customers``) next to an update of another column, with the table's replica
+   identity FULL (what the source asset sets for a table declared ``replica_identity="full"``):
+   the lake's value equals the source's, byte for byte;
+2. the same with the table left DEFAULT, several updates of one customer in one batch: Debezium
+   sends its placeholder, and the lake fills it in from the stored row
+   (``cdc_lake/lake/unavailable.py``): equal byte for byte again;
+3. ``TRUNCATE ... CASCADE`` of two captured tables at once (the customers and the outbox), then a
+   new customer and a new order: each lake holds exactly what its source holds.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Iterator
+from typing import Any
+
+import dagster as dg
+import psycopg2
+import pytest
+from pyspark.sql import SparkSession
+
+from cdc_lake.defs.lake.assets import hudi_tables
+from cdc_lake.lake.ingest import read_table
+from cdc_lake.lake.ordering import live_rows
+from cdc_lake.source.captured import CUSTOMERS, UNAVAILABLE_VALUE
+from cdc_lake.stack import LocalStack
+from cdc_lake.streaming.connect_config import topic_name
+from cdc_lake.streaming.topics import wait_for_consumer
+from cdc_lake_tests.faults.harness import FaultPipeline
+from cdc_lake_tests.ingestion.helpers import raw_events
+
+
+@pytest.fixture
+def pipeline(local_stack: LocalStack, secret_env: dict[str, str], spark: Any) -> Iterator[Any]:
+    p = FaultPipeline(local_stack, "every_event", sample_scale=0.05)
+    try:
+        yield p
+    finally:
+        p.close()
+
+
+def sql(p: FaultPipeline, *statements: str, args: tuple = ()) -> list[tuple]:
+    conn = psycopg2.connect(p.dsn, connect_timeout=5)
+    try:
+        rows: list[tuple] = []
+        with conn.cursor() as cur:
+            for statement in statements:
+                cur.execute(statement, args)
+                rows = cur.fetchall() if cur.description else []
+        conn.commit()
+        return rows
+    finally:
+        conn.close()
+
+
+def caught_up(p: FaultPipeline) -> None:
+    """Debezium has published everything committed (a marker order after it, in WAL order), and
+    the sink has committed both topics."""
+    p.catch_up()
+    topic = topic_name(p.cdc.topic_prefix, CUSTOMERS)
+    wait_for_consumer(p.kafka_conf, p.cdc.sink_consumer_group, topic, 120)
+
+
+def refresh_customers(p: FaultPipeline) -> dict[str, Any]:
+    result = dg.materialize([hudi_tables[CUSTOMERS]], resources=p.resources)
+    assert result.success
+    (mat,) = [e.materialization for e in result.get_asset_materialization_events()]
+    return {k: v.value for k, v in mat.metadata.items()}
+
+
+def lake_customers(p: FaultPipeline, spark: SparkSession) -> dict[str, tuple]:
+    path = f"s3a://{p.lake.lake_bucket}/{p.lake.table_prefix_of(CUSTOMERS)}"
+    rows = live_rows(read_table(spark, path)).select("customer_id", "phone", "fax", "notes")
+    return {r[0]: tuple(r[1:]) for r in rows.collect()}
+
+
+def source_customers(p: FaultPipeline) -> dict[str, tuple]:
+    rows = sql(p, "SELECT rtrim(customer_id), phone, fax, notes FROM datalake.customers")
+    return {r[0]: tuple(r[1:]) for r in rows}
+
+
+def test_toasted_values_and_truncates_reach_the_lake(pipeline: FaultPipeline, spark):
+    p = pipeline
+    p.start()
+    p.wait_running()
+    (identity,) = sql(p, "SELECT relreplident FROM pg_class "
+                         "WHERE oid = 'datalake.customers'::regclass")  # fmt: skip
+    assert identity == ("f",)  # the source asset set it: the declaration's default
+    first, second = [r[0] for r in sql(p, "SELECT customer_id FROM datalake.customers "
+                                          "ORDER BY customer_id LIMIT 2")]  # fmt: skip
+    notes = {c: secrets.token_hex(11_200) for c in (first, second)}  # 22,400 characters each
+    sql(p, "ALTER TABLE datalake.customers ADD COLUMN notes text")
+    for c, text in notes.items():
+        sql(p, "UPDATE datalake.customers SET notes = %s WHERE customer_id = %s", args=(text, c))
+    caught_up(p)
+    refresh_customers(p)
+    assert lake_customers(p, spark) == source_customers(p)
+
+    # 1. FULL: an update of another column carries the whole row.
+    sql(p, "UPDATE datalake.customers SET phone = 'full 1' WHERE customer_id = %s", args=(first,))
+    caught_up(p)
+    meta = refresh_customers(p)
+    assert meta["unavailable_lines_filled"] == 0
+    lake, source = lake_customers(p, spark), source_customers(p)
+    assert lake[first.strip()] == ("full 1", None, notes[first]) == source[first.strip()]
+
+    # 2. DEFAULT: several updates of one customer in one batch, none touching the notes.
+    sql(p, "ALTER TABLE datalake.customers REPLICA IDENTITY DEFAULT")
+    for phone, fax in (("default 1", None), ("default 1", "fax 2"), ("default 3", "fax 2")):
+        sql(p, "UPDATE datalake.customers SET phone = %s, fax = %s WHERE customer_id = %s",
+            args=(phone, fax, second))  # fmt: skip
+    caught_up(p)
+    topic = topic_name(p.cdc.topic_prefix, CUSTOMERS)
+    events = raw_events(p.s3, p.cdc.raw_bucket, p.cdc.raw_prefix, topic)
+    placeholders = [e for e in events if e.get("notes") == UNAVAILABLE_VALUE]
+    assert len(placeholders) == 3  # what the WAL did not carry: Debezium's marker
+    meta = refresh_customers(p)
+    assert meta["unavailable_lines_filled"] == 3
+    lake, source = lake_customers(p, spark), source_customers(p)
+    assert lake[second.strip()] == ("default 3", "fax 2", notes[second]) == source[second.strip()]
+    assert lake == source
+
+    # 3. One TRUNCATE of both captured tables (and, by CASCADE, the orders), then new rows.
+    p.refresh()
+    assert p.compare(spark).clean
+    sql(p, "TRUNCATE datalake.customers, datalake.cdc_events CASCADE",
+        "INSERT INTO datalake.customers (customer_id, company_name, notes) "
+        "VALUES ('AFTER', 'After the truncate', 'kept')")  # fmt: skip
+    caught_up(p)  # its marker is a new order of the new customer
+    markers = [e for e in raw_events(p.s3, p.cdc.raw_bucket, p.cdc.raw_prefix, topic)
+               if e.get("__op") == "t"]  # fmt: skip
+    assert len(markers) == 1
+    meta = refresh_customers(p)
+    assert meta["rows_truncated"] == len(lake)
+    assert lake_customers(p, spark) == source_customers(p) == {"AFTER": (None, None, "kept")}
+    outbox = p.refresh()
+    assert outbox["rows_truncated"] > 0
+    diff = p.compare(spark)
+    assert diff.clean and diff.source_rows == 1, diff.describe()
