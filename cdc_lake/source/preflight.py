@@ -185,5 +185,6 @@ def check_capturable(conn: PgConnection, tables: Sequence[CapturedTable]) -> Non
                 f"{table.source} is declared with key ({', '.join(declared)}) but its primary "
                 f"key is ({', '.join(primary)}): the lake keeps one row per value of its key, "
                 "so the two must be the same. Nothing was published. Fix: declare key="
-                f"{primary[0]!r} in cdc_lake/source/captured.py, or change the primary key."
+                f"{', '.join(primary)!r} in cdc_lake/source/captured.py, or change the primary "
+                "key."
             )

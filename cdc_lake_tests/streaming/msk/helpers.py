@@ -125,7 +125,8 @@ def plugins_for(dirs: MskPluginDirs, bucket: str) -> tuple[Plugin, Plugin]:
     return (
         Plugin(
             "cdc-lake-debezium",
-            {"debezium": dirs.debezium, **provider},
+            # Our jars too: the source's first transform is their TruncateMarker.
+            {"debezium": dirs.debezium, "s3sink": dirs.s3_sink, **provider},
             bucket,
             f"arn:aws:kafkaconnect:{REGION}:123456789012:custom-plugin/dbz/1",
         ),

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from cdc_lake.streaming.msk.plugins import build_plugin_zip
-from cdc_lake_tests.streaming.msk.helpers import write_jars
+from cdc_lake.streaming.msk.plugins import build_plugin_zip, plugin_archives
+from cdc_lake.streaming.msk.settings import MskConnectSettings
+from cdc_lake_tests.streaming.msk.helpers import make_plugin_dirs, write_jars
 
 
 def test_plugin_zip_is_deterministic_and_laid_out_per_plugin(tmp_path: Path):
@@ -35,3 +36,14 @@ def test_plugin_zip_is_deterministic_and_laid_out_per_plugin(tmp_path: Path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(ValueError, match="holds no .jar files"):
         build_plugin_zip({"debezium": tmp_path / "empty"})
+
+
+def test_the_source_plugin_holds_our_truncate_transform_beside_debezium(
+    tmp_path: Path, msk: MskConnectSettings
+):
+    archives = plugin_archives(msk, make_plugin_dirs(tmp_path))
+    with zipfile.ZipFile(io.BytesIO(archives["source"].data)) as zf:
+        names = set(zf.namelist())
+    # A connector on MSK Connect loads classes from its one plugin: the Debezium source's
+    # transform chain starts with TruncateMarker, which our sink's jar holds.
+    assert {"debezium/debezium-connector-postgres.jar", "s3sink/cdc-lake-s3-sink.jar"} <= names
