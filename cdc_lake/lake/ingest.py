@@ -447,6 +447,8 @@ def ingest_new_files(
     latest: DataFrame | None = None
     absent: DataFrame | None = None
     truncated: DataFrame | None = None
+    unfilled: DataFrame | None = None
+    filled_in: DataFrame | None = None
     filled: DataFrame | None = None
     try:
         batch = _summarize(parsed, is_fresh, objects, start)
@@ -487,7 +489,9 @@ def ingest_new_files(
             rows = U.fill_from_batch(rows, schema)
         latest = O.latest_per_key(rows, schema.key)
         if batch.unavailable:
-            latest = U.fill_from_table(latest, rows_now, schema, schema.table)
+            # Kept: the fill reads the winners for its lookup, its check and the write.
+            unfilled = latest.persist()
+            latest = filled_in = U.fill_from_table(unfilled, rows_now, schema, schema.table)
         result.snapshot_ts_ms = batch.snapshot_ts_ms
         if result.snapshot_ts_ms is not None:
             absent = S.absent_from_snapshot(
@@ -519,8 +523,9 @@ def ingest_new_files(
             latest.unpersist()
         if absent is not None:
             absent.unpersist()
-        if truncated is not None:
-            truncated.unpersist()
+        for kept in (truncated, unfilled, filled_in):
+            if kept is not None:
+                kept.unpersist()
         if filled is not None:
             filled.unpersist()
         parsed.unpersist()

@@ -105,9 +105,10 @@ def fill_from_batch(rows: DataFrame, schema: LakeSchema) -> DataFrame:
 def fill_from_table(
     latest: DataFrame, stored: DataFrame | None, schema: LakeSchema, table: str
 ) -> DataFrame:
-    """The batch's winners (``latest_per_key``) with each placeholder left after
-    ``fill_from_batch`` taken from the stored live row of the same key (rule 2). Raises
-    ``UnavailableValueError`` (rule 3) when a live winner still holds one."""
+    """The batch's winners (``latest_per_key``; persist them, they are read more than once)
+    with each placeholder left after ``fill_from_batch`` taken from the stored live row of the
+    same key (rule 2), persisted. Raises ``UnavailableValueError`` (rule 3) when a live winner
+    still holds one."""
     columns = fillable_columns(schema)
     if not columns:
         return latest
@@ -141,7 +142,8 @@ def fill_from_table(
                     F.col(c)
                 ),
             )
-        filled = filled.select(*latest.columns)
+        # Persisted (the caller unpersists it): checked here, then written.
+        filled = filled.select(*latest.columns).persist()
     left = (
         filled.where(live & _any_placeholder(columns))
         .select(
