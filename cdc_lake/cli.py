@@ -3,6 +3,7 @@
 cdc-lake stack install | up | down | status [--json]
 cdc-lake source prepare [--scale N] | resnapshot (--orders 1,2,3 | --all)
 cdc-lake lake replay --from-offset N   # re-ingest the raw files from offset N (repair)
+cdc-lake lake reconcile               # delete the lake rows whose key the source lacks (repair)
 cdc-lake demo        # the README's main command: install, stack up, load the definitions, summary
 cdc-lake refresh     # catch up: wait for Debezium and the S3 sink, then run lake_refresh
 cdc-lake msk deploy  # production: plugins, worker configuration and connectors on MSK Connect
@@ -193,8 +194,13 @@ def cmd_workload(args: argparse.Namespace) -> int:
 
 
 def cmd_lake(args: argparse.Namespace) -> int:
-    from cdc_lake.repair import replay
+    from cdc_lake.repair import reconcile, replay
 
+    if args.action == "reconcile":
+        return reconcile(_settings(args), table=captured(args.table))
+    if args.from_offset is None:
+        print("cdc-lake lake: error: replay needs --from-offset N", file=sys.stderr)
+        raise SystemExit(2)
     return replay(_settings(args), args.from_offset, table=captured(args.table))
 
 
@@ -396,18 +402,17 @@ def main(argv: list[str] | None = None) -> int:
     workload.add_argument("--seed", type=int, default=7)
     workload.set_defaults(func=cmd_workload)
     lake = sub.add_parser("lake", help="the Hudi lake: repair")
-    lake.add_argument("action", choices=["replay"])
+    lake.add_argument("action", choices=["replay", "reconcile"])
     lake.add_argument(
         "--table",
         choices=[t.source for t in TABLES],
         default=OUTBOX.source,
-        help="the captured table to replay (default: the outbox)",
+        help="the captured table to repair (default: the outbox)",
     )
     lake.add_argument(
         "--from-offset",
         type=_number(int, 0, None, "--from-offset"),
-        required=True,
-        help="re-ingest every topic partition's raw lines from this Kafka offset on",
+        help="replay: re-ingest every topic partition's raw lines from this Kafka offset on",
     )
     lake.set_defaults(func=cmd_lake)
     demo = sub.add_parser("demo", help="set everything up and run the whole pipeline")

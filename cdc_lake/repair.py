@@ -1,4 +1,5 @@
-"""``cdc-lake lake replay``: bring a lake that drifted from the source back to it.
+"""``cdc-lake lake replay`` and ``reconcile``: bring a lake that drifted from the source back
+to it.
 
 A replay runs one captured table's Hudi asset (the outbox's by default, ``--table`` for another)
 with ``replay_from_offset``: every raw line of its topic from that Kafka offset on is read again,
@@ -10,6 +11,10 @@ so it shows in the UI like any run. It exits non-zero when a blocking check fail
 
 Raw files only hold what the sink wrote. For changes that never reached them, ask Debezium to
 send the orders again (``cdc-lake source resnapshot``), then refresh.
+
+A reconcile runs the same asset with ``reconcile``: it ingests what is new, and deletes in the
+same commit the live rows whose key the source no longer holds, rows that no event will ever
+remove (``cdc_lake/lake/reconcile.py``). It is idempotent: a second run deletes nothing.
 """
 
 from __future__ import annotations
@@ -32,6 +37,30 @@ def replay(
 ) -> int:
     """Replays ``table``'s raw files from ``from_offset``; 0 when its lake table then matches
     the source."""
+    say(f"[replay] re-ingesting the raw files of {table.source} from offset {from_offset}")
+    return _repair(settings, {"replay_from_offset": from_offset}, "replay", resources, say, table)
+
+
+def reconcile(
+    settings: StackSettings,
+    resources: dict[str, Any] | None = None,
+    say: Callable[[str], None] = print,
+    table: CapturedTable = OUTBOX,
+) -> int:
+    """Deletes ``table``'s lake rows whose key the source no longer holds; 0 when its lake
+    table then matches the source."""
+    say(f"[reconcile] deleting the lake rows of {table.source} whose key the source lacks")
+    return _repair(settings, {"reconcile": True}, "reconcile", resources, say, table)
+
+
+def _repair(
+    settings: StackSettings,
+    config: dict[str, Any],
+    label: str,
+    resources: dict[str, Any] | None,
+    say: Callable[[str], None],
+    table: CapturedTable,
+) -> int:
     import dagster as dg
 
     from cdc_lake.defs.keys import table_keys
@@ -51,7 +80,6 @@ def replay(
     os.environ["DAGSTER_HOME"] = str(configured_home(settings))
     if resources is None:
         resources = local_resources(settings) if local else build_resources()
-    say(f"[replay] re-ingesting the raw files of {table.source} from offset {from_offset}")
     hudi_key = table_keys(table).hudi
     quarantine, matches, _ = table_checks[table]
     marts = [order_items] if table == OUTBOX else []
@@ -59,7 +87,7 @@ def replay(
         [hudi_tables[table], *marts, matches, quarantine],
         resources=resources,
         instance=dg.DagsterInstance.get(),
-        run_config={"ops": {hudi_op(hudi_key): {"config": {"replay_from_offset": from_offset}}}},
+        run_config={"ops": {hudi_op(hudi_key): {"config": config}}},
         raise_on_error=False,
     )
     for event in result.get_asset_materialization_events():
@@ -67,14 +95,15 @@ def replay(
         if mat.asset_key == hudi_key:
             meta = {k: v.value for k, v in mat.metadata.items()}
             say(
-                f"[replay] read {meta['files_read']} raw objects, {meta['events_read']} events; "
+                f"[{label}] read {meta['files_read']} raw objects, {meta['events_read']} events; "
                 f"{meta['records_inserted']} rows inserted, {meta['records_updated']} updated, "
-                f"{meta['records_deleted']} deleted (commit {meta[UpsertReport.COMMIT_INSTANT]})"
+                f"{meta['records_deleted']} deleted, {meta.get('rows_reconciled', 0)} of them "
+                f"left over (commit {meta[UpsertReport.COMMIT_INSTANT]})"
             )
     failed = [e for e in result.get_asset_check_evaluations() if not e.passed]
     for e in failed:
-        say(f"[replay] check {e.check_name} failed: {e.description or ''}")
+        say(f"[{label}] check {e.check_name} failed: {e.description or ''}")
     if not result.success:
-        say(f"[replay] run {result.run_id} failed; see it in the Dagster UI")
+        say(f"[{label}] run {result.run_id} failed; see it in the Dagster UI")
         return 1
     return 1 if any(e.check_name == "matches_source" for e in failed) else 0

@@ -59,6 +59,7 @@ from pyspark.sql import functions as F
 
 from cdc_lake.lake import checkpoint as C
 from cdc_lake.lake import ordering as O
+from cdc_lake.lake import reconcile as R
 from cdc_lake.lake import snapshots as S
 from cdc_lake.lake import transforms as T
 from cdc_lake.lake import unavailable as U
@@ -133,6 +134,7 @@ class IngestResult:
     snapshot_ts_ms: int | None = None  # a completed snapshot's time, when the batch ends one
     absent_from_snapshot: int = 0  # live orders that snapshot no longer held: deleted
     truncated_rows: int = 0  # live rows older than a truncate in the batch: deleted
+    reconciled_rows: int = 0  # live rows whose key the source no longer held: deleted
     unavailable_lines: int = 0  # fresh lines holding Debezium's placeholder: filled in
     list_requests: int = 0
     seconds: float = 0.0
@@ -404,8 +406,11 @@ def ingest_new_files(
     source_columns: Sequence[SourceColumn] | None = None,
     captured: CapturedTable = OUTBOX,
     declared: Sequence[SourceColumn] | None = None,
+    reconcile: R.SourceKeys | None = None,
 ) -> IngestResult:
     """One refresh (see the module docstring) of the table that ``captured`` declares.
+    ``reconcile``: the source's keys; the live rows whose key they lack are deleted in the same
+    commit (``cdc_lake/lake/reconcile.py``), in a commit of their own when nothing is new.
     ``replay_from``: read every partition again from that offset on, whatever the checkpoint
     says. A line over ``max_line_mb`` is bad. ``source_columns``: the source table's columns as
     its catalog lists them now; ``declared``: as ``sql/`` declares them (``lake_schema``)."""
@@ -429,6 +434,8 @@ def ingest_new_files(
     if not objects:
         if backfill or untaken:
             _commit_backfill(spark, table, schema, backfill, untaken, stored.to_json(), result)
+        if reconcile is not None:
+            _commit_reconcile(spark, table, schema, reconcile, stored.to_json(), result)
         result.seconds = time.monotonic() - t0
         return result
 
@@ -448,6 +455,7 @@ def ingest_new_files(
     absent: DataFrame | None = None
     truncated: DataFrame | None = None
     unfilled: DataFrame | None = None
+    left: DataFrame | None = None
     filled_in: DataFrame | None = None
     filled: DataFrame | None = None
     try:
@@ -458,6 +466,8 @@ def ingest_new_files(
         if not progress:
             if backfill or untaken:
                 _commit_backfill(spark, table, schema, backfill, untaken, stored.to_json(), result)
+            if reconcile is not None:
+                _commit_reconcile(spark, table, schema, reconcile, stored.to_json(), result)
             result.seconds = time.monotonic() - t0
             return result
         if batch.unknown_fields:
@@ -478,7 +488,12 @@ def ingest_new_files(
         if start.truncated:
             rows = rows.where(F.col(O.ORDERING_FIELD) >= F.lit(start.truncated))
         # Read only when a fill, a snapshot's end or a truncate needs the stored rows.
-        needs_stored = batch.unavailable or batch.snapshot_ts_ms is not None or batch.truncate
+        needs_stored = (
+            batch.unavailable
+            or batch.snapshot_ts_ms is not None
+            or batch.truncate
+            or reconcile is not None
+        )
         rows_now = (
             read_table(spark, table.base_path)
             if needs_stored and table_exists(spark, table.base_path)
@@ -503,6 +518,10 @@ def ingest_new_files(
             truncated = O.swept(rows_now, latest, *batch.truncate, schema.key).persist()
             result.truncated_rows = truncated.count()
             latest = O.latest_per_key(latest.unionByName(truncated), schema.key)
+        if reconcile is not None:
+            left = R.leftovers(spark, rows_now, latest, reconcile, schema).persist()
+            result.reconciled_rows = left.count()
+            latest = O.latest_per_key(latest.unionByName(left), schema.key)
         if backfill:
             filled = _stored_with_missing_values(spark, table, schema, backfill)
             latest = O.latest_per_key(latest.unionByName(filled), schema.key)
@@ -523,7 +542,7 @@ def ingest_new_files(
             latest.unpersist()
         if absent is not None:
             absent.unpersist()
-        for kept in (truncated, unfilled, filled_in):
+        for kept in (truncated, unfilled, filled_in, left):
             if kept is not None:
                 kept.unpersist()
         if filled is not None:
@@ -580,6 +599,35 @@ def _commit_backfill(
             result.backfilled_columns = tuple(dict.fromkeys(c.name for c in (*backfill, *untaken)))
     finally:
         filled.unpersist()
+
+
+def _commit_reconcile(
+    spark: SparkSession,
+    table: HudiTableConfig,
+    schema: LakeSchema,
+    keys: R.SourceKeys,
+    checkpoint: dict[str, Any],
+    result: IngestResult,
+) -> None:
+    """A commit of the leftovers' deletes alone, the checkpoint as it was (nothing new was
+    read); none when there are none, or no table yet."""
+    if not table_exists(spark, table.base_path):
+        return
+    stored = read_table(spark, table.base_path)
+    # A column the table does not have yet (added without a default) is null in its rows.
+    aligned = stored.select(*[
+        F.col(c) if c in stored.columns
+        else F.lit(None).cast(schema.column(c).lake_type).alias(c)
+        for c in T.lake_columns(schema)
+    ])  # fmt: skip
+    left = R.leftovers(spark, None, aligned, keys, schema).persist()
+    try:
+        result.reconciled_rows = result.events_upserted = left.count()
+        if result.reconciled_rows:
+            _write(spark, O.with_delete_marker(left, table.delete_mode), table, checkpoint,
+                   schema, result)  # fmt: skip
+    finally:
+        left.unpersist()
 
 
 def _write(

@@ -72,6 +72,10 @@ class UpsertParams:
     scheme: str = "s3a"  # Hadoop's filesystem scheme for the raw files: s3a locally, s3 on EMR
     quarantine_path: str | None = None  # None: a bad line stops the refresh
     max_line_mb: float = DEFAULT_MAX_LINE_MB
+    # The source's keys in one snapshot (``cdc_lake/lake/reconcile.py``): the live rows whose
+    # key they lack are deleted. None: no reconcile.
+    reconcile_keys_uri: str | None = None
+    reconcile_ts_ms: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         out = {f.name: getattr(self, f.name) for f in fields(self)}

@@ -26,6 +26,7 @@ from cdc_lake.lake.digest import empty_digest
 from cdc_lake.lake.hudi import latest_commit, table_exists
 from cdc_lake.lake.ingest import RawSource, ingest_new_files
 from cdc_lake.lake.ordering import DeleteMode
+from cdc_lake.lake.reconcile import SourceKeys
 from cdc_lake.lake.schema import SourceColumn
 from cdc_lake.lake.table_state import TableState, evaluate
 from cdc_lake.source.captured import OUTBOX, RESCAN_CHECK, CapturedTable, captured
@@ -50,6 +51,9 @@ def run_upsert(spark: SparkSession, s3_client: Any, params: UpsertParams) -> App
         source_columns=_list(params.source_columns),
         captured=declared,
         declared=_list(params.declared_columns),
+        reconcile=SourceKeys(params.reconcile_keys_uri, params.reconcile_ts_ms)
+        if params.reconcile_keys_uri is not None and params.reconcile_ts_ms is not None
+        else None,
     )
     schema = result.schema
     exists = table_exists(spark, table.base_path)
@@ -73,6 +77,8 @@ def run_upsert(spark: SparkSession, s3_client: Any, params: UpsertParams) -> App
         "orders_absent_from_snapshot": meta(result.absent_from_snapshot, "int"),
         # A TRUNCATE in the batch deletes every live row older than it.
         "rows_truncated": meta(result.truncated_rows, "int"),
+        # Reconcile (cdc-lake lake reconcile): live rows whose key the source no longer held.
+        "rows_reconciled": meta(result.reconciled_rows, "int"),
         # Lines holding Debezium's placeholder for an unchanged TOASTed value: filled in from
         # the key's previous value (cdc_lake/lake/unavailable.py).
         "unavailable_lines_filled": meta(result.unavailable_lines, "int"),

@@ -9,7 +9,10 @@ Debezium, Kafka, the S3 sink, Spark with Hudi), on a pipeline of its own (the fa
 2. the same with the table left DEFAULT, several updates of one customer in one batch: Debezium
    sends its placeholder, and the lake fills it in from the stored row
    (``cdc_lake/lake/unavailable.py``): equal byte for byte again;
-3. ``TRUNCATE ... CASCADE`` of two captured tables at once (the customers and the outbox), then a
+3. rows deleted while the table was out of the publication, so no event removes them from the
+   lake: ``cdc-lake lake reconcile`` (``cdc_lake/repair.py``) deletes them, and a second run
+   deletes nothing;
+4. ``TRUNCATE ... CASCADE`` of two captured tables at once (the customers and the outbox), then a
    new customer and a new order: each lake holds exactly what its source holds.
 """
 
@@ -27,6 +30,7 @@ from pyspark.sql import SparkSession
 from cdc_lake.defs.lake.assets import hudi_tables
 from cdc_lake.lake.ingest import read_table
 from cdc_lake.lake.ordering import live_rows
+from cdc_lake.repair import reconcile
 from cdc_lake.source.captured import CUSTOMERS, UNAVAILABLE_VALUE
 from cdc_lake.stack import LocalStack
 from cdc_lake.streaming.connect_config import topic_name
@@ -125,7 +129,29 @@ def test_toasted_values_and_truncates_reach_the_lake(pipeline: FaultPipeline, sp
     assert lake[second.strip()] == ("default 3", "fax 2", notes[second]) == source[second.strip()]
     assert lake == source
 
-    # 3. One TRUNCATE of both captured tables (and, by CASCADE, the orders), then new rows.
+    # 3. Leftovers: two customers deleted while the table was out of the publication.
+    sql(p, "INSERT INTO datalake.customers (customer_id, company_name) "
+           "VALUES ('LEFT1', 'Left over'), ('LEFT2', 'Left over')")  # fmt: skip
+    caught_up(p)
+    refresh_customers(p)
+    sql(p, "ALTER PUBLICATION cdc_publication DROP TABLE datalake.customers",
+        "DELETE FROM datalake.customers WHERE customer_id LIKE 'LEFT%'",
+        "ALTER PUBLICATION cdc_publication ADD TABLE datalake.customers")  # fmt: skip
+    caught_up(p)
+    refresh_customers(p)
+    lake, source = lake_customers(p, spark), source_customers(p)
+    assert set(lake) - set(source) == {"LEFT1", "LEFT2"} and set(source) <= set(lake)
+    said: list[str] = []
+    settings = p.stack.settings
+    assert reconcile(settings, resources=p.resources, say=said.append, table=CUSTOMERS) == 0, said
+    assert any("2 of them left over" in line for line in said), said
+    lake = lake_customers(p, spark)
+    assert lake == source_customers(p)
+    said = []
+    assert reconcile(settings, resources=p.resources, say=said.append, table=CUSTOMERS) == 0, said
+    assert not any("left over (commit" in line and "0 of them" not in line for line in said), said
+
+    # 4. One TRUNCATE of both captured tables (and, by CASCADE, the orders), then new rows.
     p.refresh()
     assert p.compare(spark).clean
     sql(p, "TRUNCATE datalake.customers, datalake.cdc_events CASCADE",

@@ -53,6 +53,7 @@ from cdc_lake.lake.schema import (
     SourceColumn,
     columns_from_catalog,
     describe_change,
+    initial,
 )
 from cdc_lake.lake.timeline import instant_time, newest_commit_instant
 from cdc_lake.raw.objects import RawLayout
@@ -61,7 +62,7 @@ from cdc_lake.resources.source import PostgresResource
 from cdc_lake.resources.spark import SparkLauncher
 from cdc_lake.resources.streaming import CdcPipelineResource
 from cdc_lake.source.captured import OUTBOX, RESCAN_CHECK, CapturedTable
-from cdc_lake.spark_apps.params import UpsertReport
+from cdc_lake.spark_apps.params import UpsertParams, UpsertReport
 
 
 class LakeRefreshConfig(dg.Config):
@@ -75,6 +76,13 @@ class LakeRefreshConfig(dg.Config):
         default=None,
         description="Re-ingest every topic partition's raw lines from this Kafka offset on, "
         "whatever the checkpoint says. The latest change still wins, so a replay only repairs.",
+    )
+    reconcile: bool = Field(
+        default=False,
+        description="Also delete the live rows whose key the source no longer holds (rows left "
+        "over with no event to remove them, such as a TRUNCATE from before truncates reached "
+        "the lake), in the same commit; a row changed after the source's keys were read is "
+        "kept (cdc-lake lake reconcile).",
     )
 
 
@@ -138,6 +146,8 @@ def hudi_table_asset(k: TableKeys) -> dg.AssetsDefinition:
             context.log.info(f"replaying the raw files from offset {config.replay_from_offset}")
         elif config.full_scan:
             context.log.info("full scan requested: the checks rescan the whole table")
+        elif config.reconcile:
+            context.log.info("reconcile requested: rows whose key the source lacks are deleted")
         elif (
             same := _nothing_new(context, s3, cdc, lake, previous, source_columns, k)
         ) is not None:
@@ -154,7 +164,14 @@ def hudi_table_asset(k: TableKeys) -> dg.AssetsDefinition:
             source_columns=source_columns,
             table=k.table,
         )
-        outcome = spark_jobs.run(context, params)
+        keys_object = None
+        if config.reconcile:
+            keys_object, params = _with_source_keys(context, postgres, s3, lake, k, params)
+        try:
+            outcome = spark_jobs.run(context, params)
+        finally:
+            if keys_object is not None:
+                s3.get_client().delete_object(Bucket=lake.lake_bucket, Key=keys_object)
         instant = str(outcome.metadata[UpsertReport.COMMIT_INSTANT].value)
         if not outcome.metadata[UpsertReport.NEW_COMMIT].value:
             context.log.info(
@@ -184,6 +201,33 @@ def hudi_table_asset(k: TableKeys) -> dg.AssetsDefinition:
         return outcome.materialize_result(context, data_version=version, lead=lead, **extra)
 
     return _hudi
+
+
+def _with_source_keys(
+    context: dg.AssetExecutionContext,
+    postgres: PostgresResource,
+    s3: S3Resource,
+    lake: LakeResource,
+    k: TableKeys,
+    params: UpsertParams,
+) -> tuple[str, UpsertParams]:
+    """The source's keys, read in one snapshot, into an object beside the table for the upsert
+    app (``cdc_lake/lake/reconcile.py``); the object's key, and the parameters that name it."""
+    from dataclasses import replace
+
+    from cdc_lake.lake.reconcile import write_source_keys
+
+    key = f"{lake.table_prefix_of(k.table)}_reconcile/{context.run.run_id}.keys"
+    conn = postgres.connect()
+    try:
+        schema = initial(k.table.source, k.table.key, columns_from_catalog(conn, k.table.source))
+        keys, n = write_source_keys(
+            conn, s3.get_client(), lake.lake_bucket, key, lake.uri(key), schema
+        )
+    finally:
+        conn.close()
+    context.log.info(f"reconcile: {n:,} source keys as of {keys.ts_ms} (ms)")
+    return key, replace(params, reconcile_keys_uri=keys.uri, reconcile_ts_ms=keys.ts_ms)
 
 
 def _source_columns(
@@ -275,6 +319,7 @@ def _nothing_new(
         lines_already_ingested=zero,
         offset_gaps=zero,
         rows_truncated=zero,
+        rows_reconciled=zero,
         unavailable_lines_filled=zero,
         backfilled_rows=zero,
         backfilled_columns=dg.MetadataValue.json([]),

@@ -35,9 +35,26 @@ from cdc_lake.raw.objects import RawLayout
 from cdc_lake.resources.lake import LakeResource
 from cdc_lake.resources.source import PostgresResource
 from cdc_lake.resources.streaming import CdcPipelineResource, KafkaResource
-from cdc_lake.source.captured import OUTBOX
+from cdc_lake.source.captured import OUTBOX, CapturedTable
 from cdc_lake.spark_apps.params import UpsertReport
 from cdc_lake.streaming.topics import committed_offsets, end_offsets
+
+
+def _what_differs(table: CapturedTable, key_buckets: int, content_buckets: int) -> str:
+    """What a caught-up mismatch is, and the command that repairs each kind."""
+    parts = []
+    if key_buckets:
+        parts.append(
+            f"keys differ in {key_buckets} digest bucket(s): rows the lake lacks come back with "
+            f"`cdc-lake source resnapshot --table {table.source} --all`, rows the source no "
+            f"longer has go with `cdc-lake lake reconcile --table {table.source}`"
+        )
+    if content_buckets:
+        parts.append(
+            f"content differs in {content_buckets} bucket(s): stale rows come back with "
+            f"`cdc-lake source resnapshot --table {table.source} --all`"
+        )
+    return "caught up, yet different from source: " + "; ".join(parts or ["digests differ"])
 
 
 def _latest_lake_metadata(
@@ -152,7 +169,9 @@ def lake_checks(k: TableKeys) -> list[dg.AssetChecksDefinition]:
             passed=False,
             severity=dg.AssetCheckSeverity.WARN if behind else dg.AssetCheckSeverity.ERROR,
             metadata=meta,
-            description="not caught up yet" if behind else "caught up, yet different from source",
+            description="not caught up yet"
+            if behind
+            else _what_differs(k.table, len(diff.key_buckets), len(diff.content_buckets)),
         )
 
     @dg.asset_check(
