@@ -406,6 +406,21 @@ class FaultPipeline:
     def dsn(self) -> str:
         return self.stack.settings.pg_dsn(database=self.database)
 
+    def sql(self, *statements: str, args: tuple = ()) -> list[tuple]:
+        """Runs the statements in one transaction on the pipeline's database; the last one's
+        rows."""
+        conn = psycopg2.connect(self.dsn, connect_timeout=5)
+        try:
+            rows: list[tuple] = []
+            with conn.cursor() as cur:
+                for statement in statements:
+                    cur.execute(statement, args)
+                    rows = cur.fetchall() if cur.description else []
+            conn.commit()
+            return rows
+        finally:
+            conn.close()
+
     def create_source(self) -> None:
         pg = self.stack.service("postgres")
         assert isinstance(pg, Postgres)

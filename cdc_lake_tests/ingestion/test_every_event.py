@@ -23,7 +23,6 @@ from collections.abc import Iterator
 from typing import Any
 
 import dagster as dg
-import psycopg2
 import pytest
 from pyspark.sql import SparkSession
 
@@ -49,17 +48,7 @@ def pipeline(local_stack: LocalStack, secret_env: dict[str, str], spark: Any) ->
 
 
 def sql(p: FaultPipeline, *statements: str, args: tuple = ()) -> list[tuple]:
-    conn = psycopg2.connect(p.dsn, connect_timeout=5)
-    try:
-        rows: list[tuple] = []
-        with conn.cursor() as cur:
-            for statement in statements:
-                cur.execute(statement, args)
-                rows = cur.fetchall() if cur.description else []
-        conn.commit()
-        return rows
-    finally:
-        conn.close()
+    return p.sql(*statements, args=args)
 
 
 def caught_up(p: FaultPipeline) -> None:

@@ -30,7 +30,6 @@ from pathlib import Path
 from typing import Any
 
 import dagster as dg
-import psycopg2
 import pytest
 from pyspark.sql import functions as F
 
@@ -64,15 +63,7 @@ def pipeline(local_stack: LocalStack, secret_env: dict[str, str], spark: Any) ->
 
 
 def sql(p: FaultPipeline, statement: str, args: tuple = ()) -> list[tuple]:
-    conn = psycopg2.connect(p.dsn, connect_timeout=5)
-    try:
-        with conn.cursor() as cur:
-            cur.execute(statement, args)
-            rows = cur.fetchall() if cur.description else []
-        conn.commit()
-        return rows
-    finally:
-        conn.close()
+    return p.sql(statement, args=args)
 
 
 def refresh(p: FaultPipeline, **run_config: Any) -> dg.ExecuteInProcessResult:
