@@ -124,7 +124,7 @@ def test_toasted_values_and_truncates_reach_the_lake(pipeline: FaultPipeline, sp
     caught_up(p)
     refresh_customers(p)
     sql(p, "ALTER PUBLICATION cdc_publication DROP TABLE datalake.customers",
-        "DELETE FROM datalake.customers WHERE customer_id LIKE 'LEFT%'",
+        "DELETE FROM datalake.customers WHERE customer_id LIKE 'LEFT%%'",
         "ALTER PUBLICATION cdc_publication ADD TABLE datalake.customers")  # fmt: skip
     caught_up(p)
     refresh_customers(p)
