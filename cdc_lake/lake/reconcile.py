@@ -70,6 +70,7 @@ def write_source_keys(
 
     schema_name, _, table = schema.table.rpartition(".")
     out = io.BytesIO()
+    conn.commit()  # set_session needs no transaction open (reading the catalog opens one)
     conn.set_session(isolation_level="REPEATABLE READ", readonly=True)
     try:
         with conn.cursor() as cur:
