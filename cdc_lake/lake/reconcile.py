@@ -83,6 +83,7 @@ def write_source_keys(
             cur.copy_expert(query.as_string(cur), out)
         conn.commit()
     finally:
+        conn.rollback()  # nothing open after the commit; after an error, what was
         conn.set_session(isolation_level="DEFAULT", readonly=False)
     body = out.getvalue()
     s3_client.put_object(Bucket=bucket, Key=key, Body=body)
