@@ -33,6 +33,7 @@ See ``cdc_lake/lake/ingest.py`` for the details.
 """
 
 import time
+from dataclasses import replace
 
 import dagster as dg
 from dagster_aws.s3 import S3Resource
@@ -47,6 +48,7 @@ from cdc_lake.defs.unchanged import (
     latest_materialization,
 )
 from cdc_lake.lake.checkpoint import is_legacy, pending
+from cdc_lake.lake.reconcile import write_source_keys
 from cdc_lake.lake.schema import (
     LakeSchema,
     SchemaChangeError,
@@ -213,10 +215,6 @@ def _with_source_keys(
 ) -> tuple[str, UpsertParams]:
     """The source's keys, read in one snapshot, into an object beside the table for the upsert
     app (``cdc_lake/lake/reconcile.py``); the object's key, and the parameters that name it."""
-    from dataclasses import replace
-
-    from cdc_lake.lake.reconcile import write_source_keys
-
     key = f"{lake.table_prefix_of(k.table)}_reconcile/{context.run.run_id}.keys"
     conn = postgres.connect()
     try:
