@@ -109,7 +109,7 @@ def latest_per_key(rows: DataFrame, key: str = OUTBOX.key) -> DataFrame:
 
 
 def swept(
-    stored: DataFrame | None, batch: DataFrame, ts: int, lsn: int, key: str = OUTBOX.key
+    stored: DataFrame | None, batch: DataFrame, ts: int, lsn: int, key: str
 ) -> DataFrame:
     """Deletes, as lake rows stamped ``(ts, lsn)``, of the live keys whose latest change is older
     than ``(ts, lsn)``, over the table's current rows (``stored``; None before the first commit)
