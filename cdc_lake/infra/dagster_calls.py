@@ -40,6 +40,10 @@ COMMON_CALLS: dict[Call, tuple[str, ...]] = {
     # spark_apps/package.py upload_package: the apps' code (one PutObject, well under the
     # multipart threshold).
     ("s3", "upload_file"): ("s3:PutObject",),
+    # defs/lake/assets.py and lake/reconcile.py, `cdc-lake lake reconcile`: the source's keys,
+    # written beside the table for the upsert app, deleted once it has run.
+    ("s3", "put_object"): ("s3:PutObject",),
+    ("s3", "delete_object"): ("s3:DeleteObject",),
     # streaming/msk/client.py and deploy.py: the topic and raw assets keep the two existing
     # connectors current; the checks read their state.
     ("kafkaconnect", "list_connectors"): ("kafkaconnect:ListConnectors",),
@@ -85,6 +89,9 @@ TARGET_CALLS: dict[SparkTarget, dict[Call, tuple[str, ...]]] = {
 
 # Actions AWS defines no resource type for: granted on "*" (stack.py says why).
 UNSCOPED_ACTIONS = frozenset({"kafkaconnect:ListConnectors"})
+
+# The reconcile's key objects (defs/lake/assets.py): "<table prefix>_reconcile/<run id>.keys".
+RECONCILE_KEYS = "*_reconcile/*.keys"
 
 # dagster_aws's PipesS3MessageReader writes each run's messages at the bucket's root under 30
 # random letters ("<30 letters>/<n>.json"): the keys the Dagster role may read there.

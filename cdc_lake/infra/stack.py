@@ -44,7 +44,12 @@ from aws_cdk import aws_secretsmanager as sm
 from cdk_nag import NagPackSuppression, NagSuppressions
 from constructs import Construct, IConstruct
 
-from cdc_lake.infra.dagster_calls import PIPES_MESSAGE_KEYS, UNSCOPED_ACTIONS, dagster_actions
+from cdc_lake.infra.dagster_calls import (
+    PIPES_MESSAGE_KEYS,
+    RECONCILE_KEYS,
+    UNSCOPED_ACTIONS,
+    dagster_actions,
+)
 from cdc_lake.infra.outputs import OUTPUT_PREFIX
 from cdc_lake.resources.prod import GLUE_DATABASE
 from cdc_lake.resources.spark import EmrServerlessLauncher
@@ -467,6 +472,7 @@ class CdcLakeStack(cdk.Stack):
             return f"arn:{cdk.Aws.PARTITION}:{service}:{region}:{account}:{resource}"
 
         code = self.lake.arn_for_objects(f"{CODE_PREFIX.strip('/')}/*")
+        reconcile = self.lake.arn_for_objects(RECONCILE_KEYS)
         statements = [
             # The raw listing (sensor, raw asset, checks) and the lake's (Hudi timelines,
             # quarantine). Not narrowed by prefix: HeadBucket has none, and HeadObject of code
@@ -483,7 +489,9 @@ class CdcLakeStack(cdk.Stack):
                     code,
                 ],
             ),
-            iam.PolicyStatement(actions=["s3:PutObject"], resources=[code]),
+            iam.PolicyStatement(actions=["s3:PutObject"], resources=[code, reconcile]),
+            # A reconcile's source keys, once the upsert app has read them.
+            iam.PolicyStatement(actions=["s3:DeleteObject"], resources=[reconcile]),
             # Offsets only: the topics' and the sink group's, never a record.
             iam.PolicyStatement(
                 actions=["kafka-cluster:Connect"], resources=[self.cluster.attr_arn]

@@ -26,6 +26,7 @@ from dagster_aws.pipes import PipesS3MessageReader
 import cdc_lake
 from cdc_lake.infra.dagster_calls import (
     PIPES_MESSAGE_KEYS,
+    RECONCILE_KEYS,
     UNSCOPED_ACTIONS,
     SparkTarget,
     dagster_actions,
@@ -52,6 +53,7 @@ UNITS: dict[str, list[tuple[Path, tuple[str, ...]]]] = {
         (ROOT / "raw" / "objects.py", ()),
         (ROOT / "lake" / "timeline.py", ()),
         (ROOT / "lake" / "checkpoint.py", ()),
+        (ROOT / "lake" / "reconcile.py", ()),
         (ROOT / "streaming" / "topics.py", ()),
         (ROOT / "streaming" / "msk" / "client.py", ()),
         (ROOT / "streaming" / "msk" / "api.py", ()),
@@ -189,7 +191,7 @@ def test_the_dagster_role_grants_exactly_the_calls_actions(
     by_service = {service: {a for a in actions if a.startswith(f"{service}:")}
                   for service in ("s3", "kafka-cluster", "kafkaconnect", "emr-serverless",
                                   "elasticmapreduce", "iam")}  # fmt: skip
-    assert by_service["s3"] == {"s3:ListBucket", "s3:GetObject", "s3:PutObject"}
+    assert by_service["s3"] == {"s3:ListBucket", "s3:GetObject", "s3:PutObject", "s3:DeleteObject"}
     assert by_service["kafka-cluster"] == {"kafka-cluster:Connect", "kafka-cluster:DescribeTopic",
                                            "kafka-cluster:DescribeGroup"}  # fmt: skip
     assert by_service["kafkaconnect"] == {
@@ -228,7 +230,9 @@ def test_the_dagster_role_reaches_only_the_projects_buckets_topics_and_connector
     assert _resources(statements, "s3:GetObject") == {
         f"{raw}/cdc-events/*", f"{lake}/{PIPES_MESSAGE_KEYS}", code,
     }  # fmt: skip
-    assert _resources(statements, "s3:PutObject") == {code}
+    reconcile = f"{lake}/{RECONCILE_KEYS}"
+    assert _resources(statements, "s3:PutObject") == {code, reconcile}
+    assert _resources(statements, "s3:DeleteObject") == {reconcile}
     # Kafka: the cluster, each captured table's topic and the two groups, by name.
     assert _resources(statements, "kafka-cluster:Connect") == {"${Msk.Arn}"}
     cluster = "${Msk.Arn/[1]}/${Msk.Arn/[2]}"
