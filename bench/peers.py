@@ -222,7 +222,7 @@ def worker(cfg: dict[str, Any]) -> dict[str, Any]:
     def batch_latest(objects: list[Any]) -> DataFrame:
         """B's, C's and D's batch: the latest change per key, cut from its lineage."""
         good, _ = T.split_valid(T.parse_raw_lines(read_lines(spark, source, objects)))
-        return latest_per_key(T.to_lake_rows(good)).localCheckpoint(eager=True)
+        return latest_per_key(T.to_lake_rows(good), "order_id").localCheckpoint(eager=True)
 
     on = f"t.{OUTBOX.key} = s.{OUTBOX.key}"
     merge_rule = (
@@ -282,7 +282,8 @@ def worker(cfg: dict[str, Any]) -> dict[str, Any]:
                 if self.version:
                     latest = latest_per_key(
                         spark.read.parquet(f"{self.target()}/v{self.version - 1}")
-                        .unionByName(latest)
+                        .unionByName(latest),
+                        "order_id",
                     )  # fmt: skip
                 latest.where(~F.col("is_deleted")).write.parquet(path)
                 self.version += 1
@@ -362,7 +363,7 @@ def worker(cfg: dict[str, Any]) -> dict[str, Any]:
         dec = "decimal(38,0)"
         row = df.agg(
             F.count(F.lit(1)).alias("rows"),
-            F.sum(F.col(OUTBOX.key).cast(dec) * DIGEST_SHIFT + F.col("cdc_lsn")).alias("digest"),
+            F.sum(F.col("order_id").cast(dec) * DIGEST_SHIFT + F.col("cdc_lsn")).alias("digest"),
             F.sum(F.xxhash64(*COMPARED).cast(dec)).alias("hash"),
         ).first()
         assert row is not None

@@ -199,7 +199,7 @@ def worker(cfg: dict[str, Any]) -> dict[str, Any]:
         objects = list_objects(client, source.bucket, RawLayout(source.prefix, TOPIC)).objects
         parsed = T.parse_raw_lines(read_lines(spark, source, sorted(objects)))
         good, _ = T.split_valid(parsed)
-        latest = latest_per_key(T.to_lake_rows(good)).where(~F.col("is_deleted"))
+        latest = latest_per_key(T.to_lake_rows(good), "order_id").where(~F.col("is_deleted"))
         path = f"{base}/parquet-{rep}"
         latest.write.mode("overwrite").parquet(path)
         out["b"].append(time.perf_counter() - t0)

@@ -112,7 +112,7 @@ def write_change_set(
         spark.read.schema(_image_struct(schema))
         .parquet(*files)
         .select(F.when(written, "after").otherwise("before").alias("_side"), "*")
-        .join(F.broadcast(keys), or_declared(schema).key, "left_semi")
+        .join(F.broadcast(keys), list(or_declared(schema).keys), "left_semi")
     )
     # Counted while written (no second pass). As many files as the read has partitions: one or
     # two for a small commit, and a large one is read and written in parallel (a coalesce to
@@ -161,7 +161,7 @@ def read_change_sets(
     ``cdc_lake.lake.changes.read_changes``: the key, ``commit`` (the commit's completion time,
     which orders them), ``before`` and ``after`` as structs of the image columns, here
     lake-typed (``image_rows(..., typed=True)``)."""
-    key = or_declared(schema).key
+    keys = or_declared(schema).keys
     struct = _image_struct(schema, ("_side", "string"))
     image = F.struct(*[F.col(f.name) for f in struct.fields[1:]])
     parts = []
@@ -169,7 +169,7 @@ def read_change_sets(
         rows = spark.read.schema(struct).parquet(change_set_path(base_path, c.instant))
         parts.append(
             rows.select(
-                F.col(key),
+                *[F.col(k) for k in keys],
                 F.lit(c.completed).alias("commit"),
                 F.when(F.col("_side") == "before", image).alias("before"),
                 F.when(F.col("_side") == "after", image).alias("after"),
@@ -190,10 +190,10 @@ class Span:
     changes: DataFrame  # read_changes' shape: the key, commit, before, after
     typed: bool  # images lake-typed (change sets) or as Hudi's feed writes them
     source: str  # "change sets" or "Hudi's change feed"
-    key: str
+    keys: tuple[str, ...]
 
     def first_and_last(self) -> DataFrame:
-        return first_and_last(self.changes, self.key)
+        return first_and_last(self.changes, self.keys)
 
     def rows(self, images: DataFrame, side: str, schema: LakeSchema | None = None) -> DataFrame:
         return image_rows(images, side, schema, typed=self.typed)
@@ -211,12 +211,12 @@ def changes_between(
     """The changes of ``commits``, those after ``after`` up to ``upto``: from their change sets
     when each has one, else from Hudi's change feed when the table has one that covers them;
     else (None, why), and the caller reads the snapshot."""
-    key = or_declared(schema).key
+    keys = or_declared(schema).keys
     if commits and has_change_sets(spark, base_path, commits):
         changes = read_change_sets(spark, base_path, commits, schema)
-        return Span(changes, True, "change sets", key), ""
+        return Span(changes, True, "change sets", keys), ""
     gap = change_feed_gap(spark, base_path, after_instant)
     if gap is not None:
         return None, f"a commit since has no change set, and {gap}"
     changes = read_changes(spark, base_path, after_completed, upto.completed, schema)
-    return Span(changes, False, "Hudi's change feed", key), ""
+    return Span(changes, False, "Hudi's change feed", keys), ""

@@ -43,6 +43,7 @@ tells): where a commit has no change set either, callers read the whole snapshot
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from pyspark.sql import Window
@@ -50,7 +51,7 @@ from pyspark.sql import functions as F
 
 from cdc_lake.lake.schema import spark_type
 from cdc_lake.lake.tables import or_declared
-from cdc_lake.source.captured import OUTBOX
+from cdc_lake.source.captured import key_columns
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -116,9 +117,9 @@ def read_changes(
         return F.from_json(text, struct).alias(name)
 
     images = raw.select("op", F.col("ts_ms").alias("commit"), image("before"), image("after"))
-    key = or_declared(schema).key
+    keys = or_declared(schema).keys
     return images.select(
-        F.coalesce(F.col("after")[key], F.col("before")[key]).alias(key),
+        *[F.coalesce(F.col("after")[k], F.col("before")[k]).alias(k) for k in keys],
         "op",
         "commit",
         "before",
@@ -126,24 +127,26 @@ def read_changes(
     )
 
 
-def first_and_last(changes: DataFrame, key: str = OUTBOX.key) -> DataFrame:
-    """Per key, its state before the range (``before``: null if it did not exist) and after
-    it (``after``: null if it no longer exists), from ``read_changes``' rows."""
-    by_key = Window.partitionBy(key)
-    per_commit = changes.groupBy(key, "commit").agg(
+def first_and_last(changes: DataFrame, key: str | Sequence[str]) -> DataFrame:
+    """Per key (a column, or a composite key's columns), its state before the range
+    (``before``: null if it did not exist) and after it (``after``: null if it no longer
+    exists), from ``read_changes``' rows."""
+    keys = key_columns(key)
+    by_key = Window.partitionBy(*keys)
+    per_commit = changes.groupBy(*keys, "commit").agg(
         # Within a commit an order has at most one before and one after (a partition move
         # logs its old row as a d and its new row as an i).
         F.first("before", ignorenulls=True).alias("before"),
         F.first("after", ignorenulls=True).alias("after"),
     )
     ranked = per_commit.select(
-        key,
+        *keys,
         "before",
         "after",
         (F.col("commit") == F.min("commit").over(by_key)).alias("_first"),
         (F.col("commit") == F.max("commit").over(by_key)).alias("_last"),
     )
-    return ranked.groupBy(key).agg(
+    return ranked.groupBy(*keys).agg(
         F.first(F.when(F.col("_first"), F.col("before")), ignorenulls=True).alias("before"),
         F.first(F.when(F.col("_last"), F.col("after")), ignorenulls=True).alias("after"),
     )

@@ -193,10 +193,17 @@ def _spark_key_number(schema: LakeSchema | None) -> Column:
     from pyspark.sql import functions as F
 
     schema = or_declared(schema)
-    kind = schema.column(schema.key).kind
-    if kind == "int":
-        return F.col(schema.key).cast("decimal(38,0)")
-    prefix = F.substring(F.md5(_spark_text(schema.key, kind)), 1, KEY_HEX_DIGITS)
+    if len(schema.keys) > 1:
+        # A composite key: the hash of its columns' texts, each labelled as in the row hash.
+        kinds = [(k, str(schema.column(k).kind)) for k in schema.keys]
+        text = F.concat(*[_spark_field(k, _spark_text(k, kind)) for k, kind in kinds])
+    else:
+        key = next(iter(schema.keys))
+        kind = schema.column(key).kind
+        if kind == "int":
+            return F.col(key).cast("decimal(38,0)")
+        text = _spark_text(key, kind)
+    prefix = F.substring(F.md5(text), 1, KEY_HEX_DIGITS)
     return F.conv(prefix, 16, 10).cast("decimal(38,0)")
 
 
@@ -283,10 +290,15 @@ def sql_row_hash(schema: LakeSchema | None = None) -> str:
 
 
 def _sql_key_number(schema: LakeSchema) -> str:
-    kind = schema.column(schema.key).kind
-    if kind == "int":
-        return f'"{schema.key}"::numeric'
-    text = _sql_text(schema.key, str(kind))
+    if len(schema.keys) > 1:
+        kinds = [(k, str(schema.column(k).kind)) for k in schema.keys]
+        text = " || ".join(_sql_field(k, _sql_text(k, kind)) for k, kind in kinds)
+    else:
+        key = next(iter(schema.keys))
+        kind = schema.column(key).kind
+        if kind == "int":
+            return f'"{key}"::numeric'
+        text = _sql_text(key, str(kind))
     return (
         f"('x' || substr(md5(convert_to({text}, 'UTF8')), 1, {KEY_HEX_DIGITS}))"
         f"::bit({KEY_HEX_DIGITS * 4})::bigint::numeric"

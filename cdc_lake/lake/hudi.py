@@ -161,7 +161,7 @@ class HudiTableConfig:
             "hoodie.datasource.write.table.name": self.table_name,
             "hoodie.datasource.write.table.type": self.table_type,
             "hoodie.datasource.write.operation": "upsert",
-            **O.merge_options(or_declared(schema).key),
+            **O.merge_options(or_declared(schema).keys),
             "hoodie.upsert.shuffle.parallelism": p,
             "hoodie.insert.shuffle.parallelism": p,
             "hoodie.delete.shuffle.parallelism": p,
@@ -172,7 +172,16 @@ class HudiTableConfig:
             "hoodie.metadata.index.column.stats.enable": str(self.column_stats).lower(),
             "hoodie.clean.max.commits": str(self.clean_every_commits),
         }
-        if self.partition_field:
+        if len(or_declared(schema).keys) > 1:
+            # A composite key: its record key is "col:value,col:value", with or without a
+            # partition column.
+            opts |= {
+                "hoodie.datasource.write.partitionpath.field": self.partition_field,
+                "hoodie.datasource.write.keygenerator.class": (
+                    "org.apache.hudi.keygen.ComplexKeyGenerator"
+                ),
+            }
+        elif self.partition_field:
             opts |= {
                 "hoodie.datasource.write.partitionpath.field": self.partition_field,
                 "hoodie.datasource.write.keygenerator.class": (

@@ -502,7 +502,7 @@ def ingest_new_files(
         result.unavailable_lines = batch.unavailable
         if batch.unavailable:
             rows = U.fill_from_batch(rows, schema)
-        latest = O.latest_per_key(rows, schema.key)
+        latest = O.latest_per_key(rows, schema.keys)
         if batch.unavailable:
             # Kept: the fill reads the winners for its lookup, its check and the write.
             unfilled = latest.persist()
@@ -510,21 +510,21 @@ def ingest_new_files(
         result.snapshot_ts_ms = batch.snapshot_ts_ms
         if result.snapshot_ts_ms is not None:
             absent = S.absent_from_snapshot(
-                rows_now, latest, result.snapshot_ts_ms, schema.key
+                rows_now, latest, result.snapshot_ts_ms, schema.keys
             ).persist()
             result.absent_from_snapshot = absent.count()
-            latest = O.latest_per_key(latest.unionByName(absent), schema.key)
+            latest = O.latest_per_key(latest.unionByName(absent), schema.keys)
         if batch.truncate is not None:
-            truncated = O.swept(rows_now, latest, *batch.truncate, schema.key).persist()
+            truncated = O.swept(rows_now, latest, *batch.truncate, schema.keys).persist()
             result.truncated_rows = truncated.count()
-            latest = O.latest_per_key(latest.unionByName(truncated), schema.key)
+            latest = O.latest_per_key(latest.unionByName(truncated), schema.keys)
         if reconcile is not None:
             left = R.leftovers(spark, rows_now, latest, reconcile, schema).persist()
             result.reconciled_rows = left.count()
-            latest = O.latest_per_key(latest.unionByName(left), schema.key)
+            latest = O.latest_per_key(latest.unionByName(left), schema.keys)
         if backfill:
             filled = _stored_with_missing_values(spark, table, schema, backfill)
-            latest = O.latest_per_key(latest.unionByName(filled), schema.key)
+            latest = O.latest_per_key(latest.unionByName(filled), schema.keys)
             result.backfilled_columns = tuple(c.name for c in backfill)
         latest = O.with_delete_marker(latest, table.delete_mode)
         # Counted and then written: kept, so the window over the batch is computed once.
@@ -532,7 +532,7 @@ def ingest_new_files(
         result.events_upserted = latest.count()
         if filled is not None:
             # Stored rows the batch does not change: they kept their ordering.
-            result.backfilled = filled.join(rows, schema.key, "left_anti").count()
+            result.backfilled = filled.join(rows, list(schema.keys), "left_anti").count()
         new_checkpoint = stored.advanced(progress).truncated_at(
             O.ordering_text(*batch.truncate) if batch.truncate is not None else None
         )
@@ -654,7 +654,7 @@ def _write(
         # readers see and fall back from (a rescan). The refresh itself succeeded.
         try:
             result.change_set_rows = write_change_set(
-                spark, table.base_path, result.committed, rows.select(schema.key), schema
+                spark, table.base_path, result.committed, rows.select(*schema.keys), schema
             )
             if result.change_set_rows is None:
                 result.change_set_error = "a file version the commit replaced is cleaned already"
@@ -680,7 +680,7 @@ def _stored_with_missing_values(
     def value(name: str) -> Column:
         if name in names:
             # Nullable, as the column is in the table (a bare literal is not; its key never is).
-            value = F.when(F.col(schema.key).isNotNull(), schema.missing_lake(names[name]))
+            value = F.when(F.col(schema.keys[0]).isNotNull(), schema.missing_lake(names[name]))
             return value.alias(name)
         if name in stored.columns:
             return F.col(name)

@@ -46,13 +46,14 @@ Idempotency
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import reduce
-from typing import TYPE_CHECKING, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from pyspark.sql import Column, Window
 from pyspark.sql import functions as F
 
-from cdc_lake.source.captured import OUTBOX
+from cdc_lake.source.captured import key_columns
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -87,13 +88,20 @@ def ordering_text(ts: int, lsn: int) -> str:
     return f"{ts:015d}{lsn:020d}"
 
 
-def latest_per_key(rows: DataFrame, key: str = OUTBOX.key) -> DataFrame:
-    """Per value of ``key``, the lake row with the greatest ``(cdc_source_ts_ms, cdc_lsn)``, ties
-    broken as the module docstring says."""
+def key_value(row: Sequence[Any]) -> Any:
+    """A collected row of the key's columns (and nothing else) as one value: the column's
+    value for a one-column key, the tuple of values for a composite key (what samples name)."""
+    return row[0] if len(row) == 1 else tuple(row)
+
+
+def latest_per_key(rows: DataFrame, key: str | Sequence[str]) -> DataFrame:
+    """Per value of ``key`` (a column, or the columns of a composite key), the lake row with the
+    greatest ``(cdc_source_ts_ms, cdc_lsn)``, ties broken as the module docstring says."""
     rank = op_rank()
     first = [c for c in ("updated_at",) if c in rows.columns]
-    keys = (key, "cdc_source_ts_ms", "cdc_lsn", "cdc_op", *first)
-    window = Window.partitionBy(key).orderBy(
+    by = key_columns(key)
+    keys = (*by, "cdc_source_ts_ms", "cdc_lsn", "cdc_op", *first)
+    window = Window.partitionBy(*by).orderBy(
         F.col("cdc_source_ts_ms").desc(),
         F.col("cdc_lsn").desc(),
         rank.desc(),
@@ -109,7 +117,7 @@ def latest_per_key(rows: DataFrame, key: str = OUTBOX.key) -> DataFrame:
 
 
 def swept(
-    stored: DataFrame | None, batch: DataFrame, ts: int, lsn: int, key: str
+    stored: DataFrame | None, batch: DataFrame, ts: int, lsn: int, key: str | Sequence[str]
 ) -> DataFrame:
     """Deletes, as lake rows stamped ``(ts, lsn)``, of the live keys whose latest change is older
     than ``(ts, lsn)``, over the table's current rows (``stored``; None before the first commit)
@@ -123,16 +131,17 @@ def swept(
     ]  # fmt: skip
     sides = [batch] if stored is None else [stored.select(*aligned), batch]
     point = ordering(F.lit(ts), F.lit(lsn))
+    by = list(key_columns(key))
     newer = reduce(
         lambda a, b: a.unionByName(b),
-        [s.where(F.col(ORDERING_FIELD) >= point).select(key) for s in sides],
+        [s.where(F.col(ORDERING_FIELD) >= point).select(*by) for s in sides],
     ).distinct()
     older = reduce(
         lambda a, b: a.unionByName(b), [s.where(F.col(ORDERING_FIELD) < point) for s in sides]
     )
     return (
-        live_rows(latest_per_key(older, key))
-        .join(newer, key, "left_anti")
+        live_rows(latest_per_key(older, by))
+        .join(newer, by, "left_anti")
         .withColumn("cdc_op", F.lit("d"))
         .withColumn("is_deleted", F.lit(True))
         .withColumn("cdc_source_ts_ms", F.lit(ts).cast("long"))
@@ -155,10 +164,11 @@ def live_rows(rows: DataFrame) -> DataFrame:
     return rows.where(~F.coalesce(F.col("is_deleted"), F.lit(False)))
 
 
-def merge_options(key: str = OUTBOX.key) -> dict[str, str]:
-    """Hudi's key and merge options for the rule above, for a table keyed by ``key``."""
+def merge_options(key: str | Sequence[str]) -> dict[str, str]:
+    """Hudi's key and merge options for the rule above, for a table keyed by ``key`` (Hudi's
+    record key of a composite key is ``col:value,col:value``, its key generator's)."""
     return {
-        "hoodie.datasource.write.recordkey.field": key,
+        "hoodie.datasource.write.recordkey.field": ",".join(key_columns(key)),
         "hoodie.datasource.write.precombine.field": ORDERING_FIELD,
         "hoodie.write.record.merge.mode": "EVENT_TIME_ORDERING",
     }

@@ -19,7 +19,8 @@ The rule
 Keys
     Compared as the hex of the UTF-8 bytes of their text: the integer's decimal, a bpchar's
     text trimmed of spaces (as the lake holds it), a text key as it is. So a key holding a
-    newline or any other byte is compared exactly.
+    newline or any other byte is compared exactly. A composite key is its columns' hex, in the
+    declaration's order, joined by commas (which no hex digit is).
 
 Idempotency
     A second run at a caught-up point finds nothing more to delete.
@@ -49,16 +50,19 @@ class SourceKeys:
 
 
 def key_text_sql(schema: LakeSchema) -> sql.Composable:
-    """The key's text in PostgreSQL, as hex of its UTF-8 bytes."""
+    """The key's text in PostgreSQL, as hex of its UTF-8 bytes (a composite key's: each
+    column's, joined by commas)."""
     from psycopg2 import sql  # here: the Spark apps, which import this module, have no driver
 
-    column = sql.Identifier(schema.key)
-    kind = schema.column(schema.key).kind
-    text = (
-        sql.SQL("rtrim({}::text)").format(column) if kind == "trimmed"
-        else sql.SQL("{}::text").format(column)
-    )  # fmt: skip
-    return sql.SQL("encode(convert_to({}, 'UTF8'), 'hex')").format(text)
+    def hex_of(name: str) -> sql.Composable:
+        column = sql.Identifier(name)
+        text = (
+            sql.SQL("rtrim({}::text)").format(column) if schema.column(name).kind == "trimmed"
+            else sql.SQL("{}::text").format(column)
+        )  # fmt: skip
+        return sql.SQL("encode(convert_to({}, 'UTF8'), 'hex')").format(text)
+
+    return sql.SQL(" || ',' || ").join([hex_of(k) for k in schema.keys])
 
 
 def write_source_keys(
@@ -101,7 +105,9 @@ def leftovers(
     from cdc_lake.lake import ordering as O
 
     source = spark.read.text(keys.uri).select(F.lower(F.col("value")).alias("_key_hex"))
-    key_hex = F.lower(F.hex(F.encode(F.col(schema.key).cast("string"), "UTF-8")))
+    key_hex = F.concat_ws(
+        ",", *[F.lower(F.hex(F.encode(F.col(k).cast("string"), "UTF-8"))) for k in schema.keys]
+    )
 
     def absent(rows: DataFrame) -> DataFrame:
         return (
@@ -111,5 +117,5 @@ def leftovers(
         )
 
     return O.swept(
-        absent(stored) if stored is not None else None, absent(batch), keys.ts_ms, 0, schema.key
+        absent(stored) if stored is not None else None, absent(batch), keys.ts_ms, 0, schema.keys
     )

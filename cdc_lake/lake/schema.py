@@ -57,6 +57,8 @@ from dataclasses import dataclass, replace
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
+from cdc_lake.source.captured import key_columns
+
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
     from pyspark.sql.types import DataType, StructType
@@ -214,7 +216,8 @@ class LakeSchema:
     """The lake table's data columns (lake order) and its schema version."""
 
     table: str  # the source table, schema-qualified: named in errors
-    key: str
+    # The record key: one column, or several (a composite key), in the declaration's order.
+    keys: tuple[str, ...]
     columns: tuple[LakeColumn, ...]
     version: int = 1
 
@@ -241,7 +244,8 @@ class LakeSchema:
     def to_json(self) -> dict[str, Any]:
         return {
             "table": self.table,
-            "key": self.key,
+            # One key column as a string, as schemas recorded before composite keys have it.
+            "key": self.keys[0] if len(self.keys) == 1 else list(self.keys),
             "version": self.version,
             "columns": [
                 {
@@ -259,7 +263,7 @@ class LakeSchema:
     def from_json(cls, data: Mapping[str, Any]) -> LakeSchema:
         return cls(
             table=str(data["table"]),
-            key=str(data["key"]),
+            keys=key_columns(data["key"]),
             version=int(data.get("version", 1)),
             columns=tuple(
                 LakeColumn(
@@ -393,18 +397,20 @@ def lake_column(column: SourceColumn, table: str) -> LakeColumn:
     return LakeColumn(column.name, kind, column.pg_type, column.position, column.missing_value)
 
 
-def initial(table: str, key: str, source: Sequence[SourceColumn]) -> LakeSchema:
+def initial(table: str, key: str | Sequence[str], source: Sequence[SourceColumn]) -> LakeSchema:
     """The schema of a table about to be created from these source columns."""
-    if not any(c.name == key for c in source):
-        raise SchemaChangeError(f"{table}: the source has no key column {key!r}")
-    key_kind = next(c for c in source if c.name == key).kind
-    if key_kind in FLOAT_KINDS:
-        raise SchemaChangeError(
-            f"{table}: the key column {key!r} is a float, which cdc-lake does not take as a key "
-            "(a float's equality is not its text's). Way forward: key the table by an integer "
-            "or text column."
-        )
-    return LakeSchema(table, key, tuple(lake_column(c, table) for c in source))
+    keys = key_columns(key)
+    for k in keys:
+        if not any(c.name == k for c in source):
+            raise SchemaChangeError(f"{table}: the source has no key column {k!r}")
+        key_kind = next(c for c in source if c.name == k).kind
+        if key_kind in FLOAT_KINDS:
+            raise SchemaChangeError(
+                f"{table}: the key column {k!r} is a float, which cdc-lake does not take as a "
+                "key (a float's equality is not its text's). Way forward: key the table by an "
+                "integer or text column."
+            )
+    return LakeSchema(table, keys, tuple(lake_column(c, table) for c in source))
 
 
 def _kind_of_lake_type(spark_type: str) -> str:
@@ -414,19 +420,21 @@ def _kind_of_lake_type(spark_type: str) -> str:
     return by_type.get(spark_type, "text")
 
 
-def from_lake_types(table: str, key: str, lake_types: Mapping[str, str]) -> LakeSchema:
+def from_lake_types(
+    table: str, key: str | Sequence[str], lake_types: Mapping[str, str]
+) -> LakeSchema:
     """The schema of a table that recorded none (written before schemas were recorded), from
     its columns' Spark types; their source types are unknown, so taken as the lake's."""
     return LakeSchema(
         table,
-        key,
+        key_columns(key),
         tuple(LakeColumn(n, _kind_of_lake_type(t), t) for n, t in lake_types.items()),
     )
 
 
 def evolve(
     table: str,
-    key: str,
+    key: str | Sequence[str],
     source: Sequence[SourceColumn],
     lake_types: Mapping[str, str] | None,
     recorded: LakeSchema | None = None,
@@ -439,9 +447,10 @@ def evolve(
     """
     if lake_types is None:
         return initial(table, key, source)
-    if not any(c.name == key for c in source):
+    keys = key_columns(key)
+    for gone in (k for k in keys if not any(c.name == k for c in source)):
         raise SchemaChangeError(
-            f"{table}: the key column {key!r} is gone from the source. Nothing was committed. "
+            f"{table}: the key column {gone!r} is gone from the source. Nothing was committed. "
             "Way forward: restore the column, or replay the raw files into a new table "
             "(LakeResource(table_prefix=...) and `cdc-lake lake replay --from-offset 0`)."
         )
@@ -483,13 +492,13 @@ def evolve(
             )
         if new.lake_type != lake_type:
             widening = (lake_type, new.lake_type) in WIDENINGS
-            if not widening or name == key:
+            if not widening or name in keys:
                 old = known[name].source_type if name in known else None
                 raise SchemaChangeError(
                     f"{table}: column {name!r} changed type from {old or lake_type} "
                     f"(lake: {lake_type}) to {src.pg_type} (lake: {new.lake_type}), which the "
                     "lake cannot take"
-                    + (" on its key column" if name == key else "")
+                    + (" on its key column" if name in keys else "")
                     + ". Nothing was committed and the table is unchanged. Way forward: change "
                     "the column back at the source, or add the new type as a new column; or "
                     "replay the raw files into a new table (LakeResource(table_prefix=...) and "
@@ -501,7 +510,7 @@ def evolve(
         kept = known[name].missing_value if name in known else None
         columns.append(replace(new, missing_value=new.missing_value if readded else kept))
     columns += [lake_column(c, table) for c in source if c.name not in lake_types]
-    evolved = LakeSchema(table, key, tuple(columns))
+    evolved = LakeSchema(table, keys, tuple(columns))
     if recorded is not None:
         changed = recorded.columns != evolved.columns
     else:
@@ -509,7 +518,7 @@ def evolve(
             (c.name, c.lake_type) for c in columns
         ] != list(lake_types.items())
     version = (recorded.version if recorded else 1) + int(changed)
-    return LakeSchema(table, key, evolved.columns, version)
+    return LakeSchema(table, keys, evolved.columns, version)
 
 
 def _readded(recorded: LakeColumn, now: SourceColumn | LakeColumn) -> bool:

@@ -38,12 +38,12 @@ Limits
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from pyspark.sql import functions as F
 
 from cdc_lake.lake import ordering as O
-from cdc_lake.source.captured import OUTBOX
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -67,7 +67,7 @@ def completed_snapshot_ts(good: DataFrame) -> int | None:
 
 
 def absent_from_snapshot(
-    stored: DataFrame | None, batch: DataFrame, snapshot_ts: int, key: str = OUTBOX.key
+    stored: DataFrame | None, batch: DataFrame, snapshot_ts: int, key: str | Sequence[str]
 ) -> DataFrame:
     """Deletes, as lake rows, of the live keys whose latest change is older than the
     snapshot, over the table's current rows (``stored``, None before the first commit) and the

@@ -64,7 +64,7 @@ from cdc_lake.lake.digest import (
 )
 from cdc_lake.lake.hudi import CommitInfo, HudiTableConfig, commits_since, completed_commits
 from cdc_lake.lake.ingest import read_table
-from cdc_lake.lake.ordering import live_rows
+from cdc_lake.lake.ordering import key_value, live_rows
 from cdc_lake.lake.tables import or_declared
 
 if TYPE_CHECKING:
@@ -114,8 +114,8 @@ def _flagged() -> Any:
 
 def _hashed(schema: LakeSchema | None) -> list[Any]:
     """An image's key, whether it is flagged as deleted, and its row hash."""
-    key = or_declared(schema).key
-    return [key, _flagged().alias("_flagged"), spark_row_hash(schema).alias(ROW_HASH)]
+    keys = or_declared(schema).keys
+    return [*keys, _flagged().alias("_flagged"), spark_row_hash(schema).alias(ROW_HASH)]
 
 
 def _with_commit(digest: dict[str, Any], commit: CommitInfo, **fields: Any) -> dict[str, Any]:
@@ -135,13 +135,13 @@ def full_state(
     for c in or_declared(schema).live:
         if c.name not in rows.columns:
             rows = rows.withColumn(c.name, F.lit(None).cast(c.lake_type))
-    key = or_declared(schema).key
-    snapshot = rows.select(key, "is_deleted", spark_row_hash(schema).alias(ROW_HASH)).cache()
+    keys = or_declared(schema).keys
+    snapshot = rows.select(*keys, "is_deleted", spark_row_hash(schema).alias(ROW_HASH)).cache()
     try:
         rows = snapshot.count()
-        dupes = snapshot.groupBy(key).count().where("count > 1")
+        dupes = snapshot.groupBy(*keys).count().where("count > 1").select(*keys)
         n_dupes = dupes.count()
-        sample = [r[key] for r in dupes.limit(SAMPLE).collect()]
+        sample = [key_value(r) for r in dupes.limit(SAMPLE).collect()]
         flagged = snapshot.where(_flagged()).count()
         digest = spark_digest(live_rows(snapshot), schema=schema)
     finally:
@@ -184,7 +184,7 @@ def incremental_state(
             raise ValueError(f"{table.base_path}: cannot follow the commits since: {why}")
     changes = source.changes.cache()
     try:
-        span = first_and_last(changes, or_declared(schema).key)
+        span = first_and_last(changes, or_declared(schema).keys)
         before, after = source.rows(span, "before", schema), source.rows(span, "after", schema)
         # Both sides, live or flagged, in one job: their digests and their row counts.
         images = before.select(F.lit(False).alias("_after"), *_hashed(schema)).unionByName(
@@ -201,17 +201,17 @@ def incremental_state(
         rows_before = side(False, False)["rows"] + flagged_before
         rows_after = side(True, False)["rows"] + flagged_after
         # Two after-images of one order in one commit: the commit left it twice in the table.
-        key = or_declared(schema).key
+        keys = or_declared(schema).keys
         dupes = (
             changes.where(F.col("after").isNotNull())
-            .groupBy(key, "commit")
+            .groupBy(*keys, "commit")
             .count()
             .where("count > 1")
-            .select(key)
+            .select(*keys)
             .distinct()
         )
         n_dupes = dupes.count()
-        sample = [r[key] for r in dupes.limit(SAMPLE).collect()] if n_dupes else []
+        sample = [key_value(r) for r in dupes.limit(SAMPLE).collect()] if n_dupes else []
     finally:
         changes.unpersist()
     state = _with_commit(

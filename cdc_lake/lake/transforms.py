@@ -98,7 +98,7 @@ def raw_event_schema(schema: LakeSchema | None = None) -> StructType:
 
 
 def required_fields(schema: LakeSchema | None = None) -> tuple[str, ...]:
-    return (or_declared(schema).key, "__op", "__lsn", "__source_ts_ms")
+    return (*or_declared(schema).keys, "__op", "__lsn", "__source_ts_ms")
 
 
 def lake_columns(schema: LakeSchema | None = None) -> tuple[str, ...]:
@@ -233,8 +233,8 @@ def _error_reason(schema: LakeSchema, n_values: Column, precise_types: bool) -> 
     absent = {name: F.col(name).isNull() for name in required}
     absent["__lsn"] = absent["__lsn"] & (F.col("__op") != "r")
     # A truncate's marker names no row: it has no key.
-    key = schema.key
-    absent[key] = absent[key] & (F.coalesce(F.col("__op"), F.lit("")) != O.TRUNCATE_OP)
+    for key in schema.keys:
+        absent[key] = absent[key] & (F.coalesce(F.col("__op"), F.lit("")) != O.TRUNCATE_OP)
     missing = F.concat_ws(", ", *[F.when(absent[name], F.lit(name)) for name in required])
     op, deleted = F.col("__op"), F.col("__deleted")
     ts = F.col("__source_ts_ms")

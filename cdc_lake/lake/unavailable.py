@@ -61,7 +61,9 @@ def fillable_columns(schema: LakeSchema) -> list[str]:
     return [
         c.name
         for c in schema.live
-        if c.name != schema.key and KINDS[c.kind].raw == "string" and KINDS[c.kind].lake == "string"
+        if c.name not in schema.keys
+        and KINDS[c.kind].raw == "string"
+        and KINDS[c.kind].lake == "string"
     ]
 
 
@@ -86,7 +88,7 @@ def fill_from_batch(rows: DataFrame, schema: LakeSchema) -> DataFrame:
     if not columns:
         return rows
     earlier = (
-        Window.partitionBy(schema.key)
+        Window.partitionBy(*schema.keys)
         .orderBy(F.col(O.ORDERING_FIELD), O.op_rank())
         .rowsBetween(Window.unboundedPreceding, -1)
     )
@@ -113,26 +115,27 @@ def fill_from_table(
     if not columns:
         return latest
     live = ~F.coalesce(F.col("is_deleted"), F.lit(False))
-    needing = latest.where(live & _any_placeholder(columns)).select(schema.key).distinct()
+    keys_ = list(schema.keys)
+    needing = latest.where(live & _any_placeholder(columns)).select(*keys_).distinct()
     keys = needing.limit(MAX_LOOKUP_KEYS + 1).collect()
     if not keys:
         return latest
     filled = latest
     if stored is not None:
-        values = [r[schema.key] for r in keys]
         found = O.live_rows(stored)
         found = (
-            found.where(F.col(schema.key).isin(values))
-            if len(values) <= MAX_LOOKUP_KEYS
-            else found.join(needing, schema.key, "left_semi")
+            # A filter on a one-column key, which Hudi's data skipping can prune files by.
+            found.where(F.col(keys_[0]).isin([r[0] for r in keys]))
+            if len(keys) <= MAX_LOOKUP_KEYS and len(keys_) == 1
+            else found.join(F.broadcast(needing), keys_, "left_semi")
         )
         known = [c for c in columns if c in found.columns]
         found = found.select(
-            schema.key,
+            *keys_,
             F.lit(True).alias("_stored"),
             *[F.col(c).alias(f"_stored_{c}") for c in known],
         )
-        filled = latest.join(F.broadcast(found), schema.key, "left")
+        filled = latest.join(F.broadcast(found), keys_, "left")
         # Only where the key has a stored row: a missing one leaves the placeholder (rule 3).
         has_stored = live & F.coalesce(F.col("_stored"), F.lit(False))
         for c in known:
@@ -147,22 +150,25 @@ def fill_from_table(
     left = (
         filled.where(live & _any_placeholder(columns))
         .select(
-            schema.key,
+            F.struct(*keys_).alias("key"),
             F.array_compact(
                 F.array(*[F.when(_is_placeholder(c), F.lit(c)) for c in columns])
             ).alias("columns"),
         )
-        .orderBy(schema.key)
+        .orderBy("key")
         .limit(5)
         .collect()
     )
     if left:
-        raise UnavailableValueError(unavailable_message(table, schema.key, left))
+        raise UnavailableValueError(unavailable_message(table, schema.keys, left))
     return filled
 
 
-def unavailable_message(table: str, key: str, left: list) -> str:
-    where = "; ".join(f"{key} {r[key]!r}: {', '.join(r['columns'])}" for r in left)
+def unavailable_message(table: str, keys: tuple[str, ...], left: list) -> str:
+    """``left``: rows of ``key`` (a struct of the key's columns) and ``columns``."""
+    where = "; ".join(
+        f"{', '.join(keys)} {O.key_value(r['key'])!r}: {', '.join(r['columns'])}" for r in left
+    )
     return (
         f"{table}: a change holds Debezium's placeholder {UNAVAILABLE_VALUE!r} (an unchanged "
         f"TOASTed value the WAL did not carry) and neither an earlier change in this batch nor "

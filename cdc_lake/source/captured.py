@@ -18,6 +18,7 @@ To capture another table, add its declaration to ``TABLES`` (README, "Adding a t
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, get_args
 
@@ -39,10 +40,20 @@ ReplicaIdentity = Literal["full", "default"]
 REPLICA_IDENTITIES: tuple[ReplicaIdentity, ...] = get_args(ReplicaIdentity)
 
 
+def key_columns(key: str | Sequence[str]) -> tuple[str, ...]:
+    """A declared key as its columns: one name, or several for a composite key."""
+    keys = (key,) if isinstance(key, str) else tuple(str(k) for k in key)
+    if not keys or len(set(keys)) != len(keys) or not all(keys):
+        raise ValueError(f"a key is one column or several distinct ones, not {key!r}")
+    return keys
+
+
 @dataclass(frozen=True)
 class CapturedTable:
     source: str  # schema-qualified, as Debezium's table.include.list names it
-    key: str  # the record key: one lake row per value
+    # The record key: one lake row per value. One column, or a tuple of them for a composite
+    # primary key (the source's primary key, in its order: ``source/preflight.py`` checks).
+    key: str | tuple[str, ...]
     ddl_file: str  # the file in sql/ whose CREATE TABLE declares it
     # A lake column of its own, the year of a source date column ("": none), and the table's
     # partition column. The outbox's is only a column: its layout is LakeResource's
@@ -55,6 +66,10 @@ class CapturedTable:
     replica_identity: ReplicaIdentity = "full"
 
     def __post_init__(self) -> None:
+        try:
+            key_columns(self.key)
+        except ValueError as e:
+            raise ValueError(f"{self.source}: {e} (cdc_lake/source/captured.py)") from None
         if self.replica_identity not in REPLICA_IDENTITIES:
             raise ValueError(
                 f"{self.source}: replica_identity {self.replica_identity!r} is not one of "
@@ -66,9 +81,14 @@ class CapturedTable:
         return self.source.split(".")[-1]
 
     @property
+    def keys(self) -> tuple[str, ...]:
+        """The key's columns, in the declaration's order."""
+        return key_columns(self.key)
+
+    @property
     def key_unique_check(self) -> str:
         """The check that the key is unique in the lake (evaluated by the upsert app)."""
-        return f"{self.key}_unique"
+        return f"{'_'.join(self.keys)}_unique"
 
     @property
     def no_deleted_check(self) -> str:

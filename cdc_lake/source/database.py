@@ -216,14 +216,17 @@ def prepare_source(
     scale: float = 1.0,
     seed: int = 42,
     progress: Callable[[str], None] = print,
+    captured: Sequence[CapturedTable] = TABLES,
 ) -> tuple[OutboxStats, bool]:
-    """Apply the SQL, load sample data if there is none, fill the outbox.
+    """Apply the SQL, load sample data if there is none, fill the outbox; prepare the
+    ``captured`` tables for capture (checked, their replica identity, published, readable by
+    the replication role).
 
     Returns the outbox statistics and whether sample data was loaded."""
-    tables = [t.source for t in TABLES]
+    tables = [t.source for t in captured]
     apply_sql(conn)
-    check_capturable(conn, TABLES)
-    set_replica_identity(conn, TABLES)
+    check_capturable(conn, captured)
+    set_replica_identity(conn, captured)
     publish(conn, tables)
     grant_replication_role(conn, replication_role, tables)
     loaded = False

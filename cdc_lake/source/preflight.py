@@ -164,7 +164,7 @@ def check_capturable(conn: PgConnection, tables: Sequence[CapturedTable]) -> Non
             row = cur.fetchone()
         conn.commit()
         primary: tuple[str, ...] = tuple(row[0]) if row and row[0] else ()
-        declared = (table.key,)
+        declared = table.keys
         if not primary:
             raise SourceNotReady(
                 f"{table.source} has no primary key, so it cannot be captured: published, "
@@ -174,17 +174,11 @@ def check_capturable(conn: PgConnection, tables: Sequence[CapturedTable]) -> Non
                 f"({', '.join(declared)}); or, if another unique key identifies a row, declare "
                 "that key and make it the primary key (cdc_lake/source/captured.py)."
             )
-        if len(primary) > 1 and sorted(primary) != sorted(declared):
-            raise SourceNotReady(
-                f"{table.source}'s primary key has several columns ({', '.join(primary)}); a "
-                "captured table's key is one column for now. Nothing was published. Fix: add a "
-                "one-column primary key, or leave the table out of cdc_lake/source/captured.py."
-            )
         if sorted(primary) != sorted(declared):
             raise SourceNotReady(
                 f"{table.source} is declared with key ({', '.join(declared)}) but its primary "
                 f"key is ({', '.join(primary)}): the lake keeps one row per value of its key, "
                 "so the two must be the same. Nothing was published. Fix: declare key="
-                f"{', '.join(primary)!r} in cdc_lake/source/captured.py, or change the primary "
-                "key."
+                f"{(primary[0] if len(primary) == 1 else primary)!r} in "
+                "cdc_lake/source/captured.py, or change the primary key."
             )

@@ -148,11 +148,11 @@ def _incremental(
         rows = line_changes(old, new).persist()
         try:
             live_after = live_rows(source.rows(changes, "after", schema)).select(
-                OUTBOX.key, F.lit(True).alias("_live")
+                *OUTBOX.keys, F.lit(True).alias("_live")
             )
             upsert, orphan = ~F.col(DELETE_MARKER), ~F.col(DELETE_MARKER) & F.col("_live").isNull()
             counts = (
-                rows.join(live_after, OUTBOX.key, "left")
+                rows.join(live_after, list(OUTBOX.keys), "left")
                 .agg(
                     F.count(F.when(upsert, 1)).alias("upserted"),
                     F.count(F.when(~upsert, 1)).alias("deleted"),
@@ -211,9 +211,9 @@ def _full(
     build.committed = latest_commit(spark, items.base_path)
     written = read_order_items(spark, items.base_path).cache()
     try:
-        live = live_rows(read_as_of(spark, table_path, newest.instant)).select(OUTBOX.key)
-        build.orphans = written.join(live, OUTBOX.key, "left_anti").count()
-        build.orders_rebuilt = written.select(OUTBOX.key).distinct().count()
+        live = live_rows(read_as_of(spark, table_path, newest.instant)).select(*OUTBOX.keys)
+        build.orphans = written.join(live, list(OUTBOX.keys), "left_anti").count()
+        build.orders_rebuilt = written.select(*OUTBOX.keys).distinct().count()
         build.upserted = written.count()
         build.preview = preview_markdown(written)
     finally:

@@ -123,6 +123,8 @@ class CdcConnectorSettings:
     flush_interval_ms: int = 10_000
     heartbeat_interval_ms: int = DEFAULT_HEARTBEAT_INTERVAL_MS
     s3_endpoint: str | None = None
+    # The captured tables: one topic each, in the Debezium connector and the sink.
+    tables: tuple[CapturedTable, ...] = TABLES
 
     @property
     def topic(self) -> str:
@@ -131,7 +133,7 @@ class CdcConnectorSettings:
     @property
     def topics(self) -> tuple[str, ...]:
         """One per captured table, all written by the one sink."""
-        return tuple(topic_name(self.topic_prefix, t) for t in TABLES)
+        return tuple(topic_name(self.topic_prefix, t) for t in self.tables)
 
     def debezium(self) -> dict[str, str]:
         return render_connector_config(
@@ -145,7 +147,7 @@ class CdcConnectorSettings:
                 "replication_password": self.replication_password_ref,
                 "pg_database": self.pg_database,
                 "topic_prefix": self.topic_prefix,
-                "tables": ",".join(t.source for t in TABLES),
+                "tables": ",".join(t.source for t in self.tables),
                 "heartbeat_interval_ms": self.heartbeat_interval_ms,
                 "unavailable_value": UNAVAILABLE_VALUE,
             },

@@ -17,8 +17,8 @@ import signal
 import threading
 import time
 import uuid
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -32,12 +32,15 @@ from cdc_lake.defs.source.assets import cdc_events_outbox
 from cdc_lake.defs.streaming.assets import cdc_events_topic
 from cdc_lake.lake.ingest import read_table
 from cdc_lake.resources.local import local_resources
+from cdc_lake.source.captured import TABLES, CapturedTable
+from cdc_lake.source.database import prepare_source
 from cdc_lake.source.workload import Workload
 from cdc_lake.stack import LocalStack
 from cdc_lake.stack.process import pid_alive, terminate
 from cdc_lake.stack.services import Postgres
 from cdc_lake.streaming.connect_client import ConnectClient, ConnectError
-from cdc_lake.streaming.topics import end_offsets, wait_for_consumer
+from cdc_lake.streaming.signals import request_snapshot
+from cdc_lake.streaming.topics import end_offsets, wait_for_consumer, wait_for_offsets
 
 # <prefix><topic>/partition=<p>/<topic>+<p>+<start offset, 20 digits>.jsonl
 RAW_KEY = re.compile(r"\+(?P<partition>\d+)\+(?P<offset>\d{20})\.jsonl$")
@@ -436,6 +439,48 @@ class FaultPipeline:
         result = dg.materialize([cdc_events_topic, raw_cdc_files], resources=self.resources)
         assert result.success
         return result
+
+    def capture_more(self, tables: Sequence[CapturedTable], timeout_s: float = 180) -> None:
+        """Adds ``tables`` (declared in a test, not in ``TABLES``) to the running pipeline, as a
+        user adds a table: prepared and published, in both connectors' configs, and sent by an
+        incremental snapshot (Debezium's way for a table added after its initial snapshot),
+        re-signalled while its topic stays empty (a task on the old config drops a signal)."""
+        postgres = self.resources["postgres"]
+        every = (*TABLES, *tables)
+        conn = psycopg2.connect(self.dsn, connect_timeout=5)
+        try:
+            prepare_source(conn, postgres.replication_user, progress=lambda _: None,
+                           captured=every)  # fmt: skip
+        finally:
+            conn.close()
+        settings = replace(self.cdc.connector_settings(postgres), tables=every)
+        for name, config in ((self.cdc.source_connector_name, settings.debezium()),
+                             (self.cdc.sink_connector_name, settings.s3_sink_local())):  # fmt: skip
+            self.connect.deploy(name, config, timeout_s)
+        deadline = time.monotonic() + timeout_s
+        for table in tables:
+            topic = self.cdc.topic_of(table)
+
+            def held(topic: str = topic) -> int:
+                with contextlib.suppress(KeyError, ConnectionError):
+                    return sum(end_offsets(self.kafka_conf, topic).values())
+                return 0
+
+            while held() == 0:
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"{topic}: no snapshot of {table.source} in {timeout_s}s")
+                conn = psycopg2.connect(self.dsn, connect_timeout=5)
+                try:
+                    request_snapshot(conn, None, self.cdc.publication, table=table)
+                finally:
+                    conn.close()
+                wait_until = min(deadline, time.monotonic() + 20)
+                while held() == 0 and time.monotonic() < wait_until:
+                    time.sleep(1.0)
+            # The whole table: an incremental snapshot sends it in chunks.
+            (rows,) = self.sql(f"SELECT count(*) FROM {table.source}")
+            wait_for_offsets(self.kafka_conf, topic, at_least=rows[0],
+                             timeout_s=max(10.0, deadline - time.monotonic()))  # fmt: skip
 
     def wait_running(self, timeout_s: float = 180) -> None:
         for name in (self.cdc.source_connector_name, self.cdc.sink_connector_name):

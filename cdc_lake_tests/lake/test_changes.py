@@ -54,7 +54,7 @@ def test_each_changed_order_is_given_as_the_table_holds_it(
     if table_type == "MERGE_ON_READ":
         # Exact, but readers do not follow it (its cost there: cdc_lake/lake/changes.py).
         feed_rows = read_changes(spark, table.base_path, first.completed, second.completed)
-        changes = Span(feed_rows, False, source, "order_id")
+        changes = Span(feed_rows, False, source, ("order_id",))
     else:
         changes, why = changes_between(
             spark, table.base_path, [second], first.instant, first.completed, second

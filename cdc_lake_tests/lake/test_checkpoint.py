@@ -159,7 +159,8 @@ def _write_legacy_commit(spark: SparkSession, lake: SyntheticLake, key: str, tex
     """What the previous release committed: rows plus a checkpoint of the last key."""
     lines = T.lines_from_text(spark, [(key, text)])
     good, _ = T.split_valid(T.parse_raw_lines(lines))
-    rows = latest_per_key(T.to_lake_rows(good)).withColumn("_hoodie_is_deleted", F.lit(False))
+    rows = latest_per_key(T.to_lake_rows(good), "order_id")
+    rows = rows.withColumn("_hoodie_is_deleted", F.lit(False))
     legacy = {lake.source.layout.partition_prefix(0): key}
     rows.write.format("hudi").options(**lake.table().write_options(legacy)).mode("append").save(
         lake.table().base_path

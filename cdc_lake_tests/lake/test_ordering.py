@@ -43,7 +43,7 @@ def test_latest_per_key(plain_spark: SparkSession):
         event(order_id=6, __op="c", __source_ts_ms=ts, __lsn=1),
     ]
     rows = lake_rows(plain_spark, events)
-    latest = latest_per_key(rows)
+    latest = latest_per_key(rows, "order_id")
     assert latest.columns == rows.columns
     got = by_order(latest)
     assert latest.count() == 7
@@ -58,7 +58,7 @@ def test_latest_per_key(plain_spark: SparkSession):
     # The winner does not depend on input order or partitioning.
     shuffled = events[:]
     random.Random(7).shuffle(shuffled)
-    again = by_order(latest_per_key(lake_rows(plain_spark, shuffled).repartition(3)))
+    again = by_order(latest_per_key(lake_rows(plain_spark, shuffled).repartition(3), "order_id"))
     assert again == got
 
 
@@ -90,12 +90,36 @@ def test_incremental_snapshot_read_has_no_lsn_and_sorts_by_its_emission_time(
     resent = event(order_id=1, __op="r", __lsn=None, __source_ts_ms=ts + 5, customer_id="NOW")
     streamed = event(order_id=1, __op="u", __lsn=900, __source_ts_ms=ts, customer_id="BEFORE")
     rows = lake_rows(plain_spark, [streamed, resent])
-    got = by_order(latest_per_key(rows))[1]
+    got = by_order(latest_per_key(rows, "order_id"))[1]
     assert (got["cdc_op"], got["customer_id"], got["cdc_lsn"]) == ("r", "NOW", None)
     assert got["cdc_ordering"] == f"{ts + 5:015d}{0:020d}"
     # In the same millisecond a streamed change, which has an LSN, still wins.
     tie = event(order_id=1, __op="u", __lsn=1, __source_ts_ms=ts + 5, customer_id="SAME_MS")
-    assert by_order(latest_per_key(lake_rows(plain_spark, [resent, tie])))[1]["cdc_op"] == "u"
+    latest = latest_per_key(lake_rows(plain_spark, [resent, tie]), "order_id")
+    assert by_order(latest)[1]["cdc_op"] == "u"
     # Only a snapshot read may lack an LSN.
     parsed = parse_raw_lines(lines_from_text(plain_spark, [(KEY, line(__op="u", __lsn=None))]))
     assert parsed.collect()[0]["error"] == "missing or null: __lsn"
+
+
+def test_a_composite_key_keeps_one_row_per_pair_of_values(plain_spark: SparkSession):
+    """(order_id, product_id): rows sharing one column of the key are different rows."""
+    columns = ["order_id", "product_id", "cdc_source_ts_ms", "cdc_lsn", "cdc_op", "quantity"]
+    rows = plain_spark.createDataFrame(
+        [
+            (1, 10, 5, 50, "c", 1),
+            (1, 10, 6, 60, "u", 2),  # the latest change of (1, 10)
+            (1, 11, 5, 51, "c", 3),  # same order, another product: a row of its own
+            (2, 10, 7, 70, "u", 4),  # same product, another order
+            (2, 10, 4, 40, "c", 5),
+        ],
+        columns,
+    ).repartition(3)
+    got = {
+        (r["order_id"], r["product_id"]): r["quantity"]
+        for r in latest_per_key(rows, ("order_id", "product_id")).collect()
+    }
+    assert got == {(1, 10): 2, (1, 11): 3, (2, 10): 4}
+    # By order_id alone, the same rows collapse to one per order.
+    by_order_id = latest_per_key(rows, "order_id").collect()
+    assert {(r["order_id"], r["quantity"]) for r in by_order_id} == {(1, 2), (2, 4)}

@@ -360,3 +360,20 @@ def test_each_kinds_spark_types_are_spark_parsed_once(spark):
     assert [f.dataType for f in schema.raw_struct([("x", "decimal(10,2)")]).fields][-1] == (
         _parse_datatype_string("decimal(10,2)")
     )
+
+
+def test_a_composite_key_is_every_column_of_it():
+    source = [*BASE, SourceColumn("line", "smallint", False)]
+    v1 = initial(TABLE, ("id", "line"), source)
+    assert v1.keys == ("id", "line")
+    # Recorded as a list; a schema recorded with one key column as a string still reads.
+    data = json.loads(json.dumps(v1.to_json()))
+    assert data["key"] == ["id", "line"] and LakeSchema.from_json(data) == v1
+    single = initial(TABLE, "id", BASE).to_json()
+    assert single["key"] == "id" and LakeSchema.from_json(single).keys == ("id",)
+    with pytest.raises(SchemaChangeError, match="key column 'line' is gone"):
+        evolve(TABLE, ("id", "line"), BASE, lake_types(v1), v1)
+    with pytest.raises(SchemaChangeError, match="on its key column"):
+        evolve(TABLE, ("id", "line"), [*BASE, SourceColumn("line", "text")], lake_types(v1), v1)
+    with pytest.raises(SchemaChangeError, match="no key column 'nope'"):
+        initial(TABLE, ("id", "nope"), source)

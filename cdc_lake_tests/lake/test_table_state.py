@@ -107,7 +107,7 @@ def test_the_state_kept_from_the_changes_equals_a_rescan(
             if table_type == "MERGE_ON_READ":  # followed here, though evaluate does not
                 after = kept.digest["completed"]
                 feed_rows = read_changes(spark, table.base_path, after, commit.completed)
-                span = Span(feed_rows, False, "Hudi's change feed", "order_id")
+                span = Span(feed_rows, False, "Hudi's change feed", ("order_id",))
             kept = incremental_state(spark, table, kept.digest, commit, [commit], None, span)
             assert kept.digest["followed"] == source
         # Every batch: what was kept from the feed equals the whole table, read afresh.

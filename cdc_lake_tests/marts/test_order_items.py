@@ -85,5 +85,5 @@ def test_flatten_after_latest_drops_an_order_whose_last_event_is_a_delete(
             event(order_id=2, __op="c", __source_ts_ms=ts, __lsn=3),
         ],
     )
-    flat = flatten_order_items(latest_per_key(lake))
+    flat = flatten_order_items(latest_per_key(lake, "order_id"))
     assert [(r["order_id"], r["product_id"]) for r in flat.collect()] == [(2, 5)]

@@ -19,7 +19,7 @@ from cdc_lake.lake.ingest import RawSource, ingest_new_files, read_table
 from cdc_lake.lake.ordering import live_rows
 from cdc_lake.lake.schema import columns_from_catalog
 from cdc_lake.lake.table_state import evaluate
-from cdc_lake.source.captured import CUSTOMERS, OUTBOX, TABLES, captured
+from cdc_lake.source.captured import CUSTOMERS, OUTBOX, TABLES, CapturedTable, captured
 from cdc_lake.stack import LocalStack
 from cdc_lake.streaming.connect_config import topic_name
 from cdc_lake.streaming.topics import end_offsets, wait_for_consumer
@@ -32,6 +32,18 @@ def test_a_declaration_names_its_table():
     assert CUSTOMERS.lake_partition == () and OUTBOX.lake_partition == ("order_year",)
     with pytest.raises(KeyError, match="datalake.nope is not a captured table"):
         captured("datalake.nope")
+
+
+def test_a_key_is_one_column_or_several():
+    details = CapturedTable(
+        source="datalake.order_details", key=("order_id", "product_id"), ddl_file=""
+    )
+    assert details.keys == ("order_id", "product_id") and CUSTOMERS.keys == ("customer_id",)
+    assert details.key_unique_check == "order_id_product_id_unique"
+    assert OUTBOX.key_unique_check == "order_id_unique"  # as existing instances name it
+    for bad in ((), ("a", "a"), ("a", "")):
+        with pytest.raises(ValueError, match="datalake.bad: a key is one column or several"):
+            CapturedTable(source="datalake.bad", key=bad, ddl_file="")
 
 
 def _caught_up(resources: dict, topic: str) -> None:
@@ -88,7 +100,7 @@ def test_customers_reach_a_lake_table_of_their_own(
         spark, client, source, table, source_columns=columns, captured=CUSTOMERS
     )
     assert first.committed is not None and first.schema is not None
-    assert first.schema.key == "customer_id" and first.schema.table == CUSTOMERS.source
+    assert first.schema.keys == ("customer_id",) and first.schema.table == CUSTOMERS.source
     # Its files are the customers topic's own: none of the outbox's.
     assert first.files and all(f.key.startswith(f"{cdc.raw_prefix}{topic}/") for f in first.files)
     state = evaluate(spark, table, None, schema=first.schema)

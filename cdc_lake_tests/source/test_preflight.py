@@ -13,7 +13,6 @@ from typing import Any
 import psycopg2
 import pytest
 
-from cdc_lake.source import database
 from cdc_lake.source.captured import OUTBOX, CapturedTable
 from cdc_lake.source.database import PUBLICATION, apply_sql, prepare_source, set_replica_identity
 from cdc_lake.source.preflight import SourceNotReady
@@ -53,7 +52,7 @@ def _identity(conn: Any, table: str) -> str:
 
 
 def test_a_table_without_its_key_as_primary_key_is_refused_before_publishing(
-    conn: Any, local_stack: LocalStack, monkeypatch: pytest.MonkeyPatch
+    conn: Any, local_stack: LocalStack
 ):
     with conn.cursor() as cur:
         cur.execute("CREATE TABLE datalake.audit_log (id int, msg text)")
@@ -62,9 +61,8 @@ def test_a_table_without_its_key_as_primary_key_is_refused_before_publishing(
     conn.commit()
     role = local_stack.settings.replication_user
     audit = CapturedTable(source="datalake.audit_log", key="id", ddl_file="")
-    monkeypatch.setattr(database, "TABLES", (OUTBOX, audit))
     with pytest.raises(SourceNotReady) as e:
-        prepare_source(conn, role, scale=0.01)
+        prepare_source(conn, role, scale=0.01, captured=(OUTBOX, audit))
     text = str(e.value)
     assert "datalake.audit_log has no primary key" in text and "Nothing was published" in text
     assert "ALTER TABLE datalake.audit_log ADD PRIMARY KEY (id)" in text
@@ -78,14 +76,25 @@ def test_a_table_without_its_key_as_primary_key_is_refused_before_publishing(
     conn.commit()
 
     other = CapturedTable(source="datalake.keyed", key="code", ddl_file="")
-    monkeypatch.setattr(database, "TABLES", (OUTBOX, other))
     with pytest.raises(SourceNotReady, match=r"declared with key \(code\) but its primary key"):
-        prepare_source(conn, role, scale=0.01)
+        prepare_source(conn, role, scale=0.01, captured=(OUTBOX, other))
     assert "datalake.keyed" not in _published(conn)
     missing = CapturedTable(source="datalake.nowhere", key="id", ddl_file="")
-    monkeypatch.setattr(database, "TABLES", (OUTBOX, missing))
     with pytest.raises(SourceNotReady, match="datalake.nowhere is declared .* no such table"):
-        prepare_source(conn, role, scale=0.01)
+        prepare_source(conn, role, scale=0.01, captured=(OUTBOX, missing))
+
+    # A composite primary key: declared with all of its columns, taken; with one, refused.
+    half = CapturedTable(source="datalake.order_details", key="order_id", ddl_file="")
+    with pytest.raises(
+        SourceNotReady, match=r"primary key is \(order_id, product_id\).*key=\('order_id', "
+    ):
+        prepare_source(conn, role, scale=0.01, captured=(OUTBOX, half))
+    assert "datalake.order_details" not in _published(conn)
+    details = CapturedTable(
+        source="datalake.order_details", key=("product_id", "order_id"), ddl_file=""
+    )
+    prepare_source(conn, role, scale=0.01, captured=(OUTBOX, details))
+    assert "datalake.order_details" in _published(conn)
 
 
 def test_replica_identity_follows_the_declaration(conn: Any):

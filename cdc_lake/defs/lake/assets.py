@@ -97,8 +97,9 @@ def _description(table: CapturedTable) -> str:
     if table == OUTBOX:
         return OUTBOX_DESCRIPTION
     return (
-        f"The current state of every row of {table.source}, one row per {table.key}, upserted "
-        "from its raw CDC files into an Apache Hudi table, as the outbox's are."
+        f"The current state of every row of {table.source}, one row per "
+        f"{', '.join(table.keys)}, upserted from its raw CDC files into an Apache Hudi table, "
+        "as the outbox's are."
     )
 
 
@@ -116,7 +117,7 @@ def hudi_table_asset(k: TableKeys) -> dg.AssetsDefinition:
             dg.AssetCheckSpec(
                 table.key_unique_check,
                 asset=k.hudi,
-                description=f"{table.key} is unique in the Hudi table",
+                description=f"{', '.join(table.keys)} is unique in the Hudi table",
             ),
             dg.AssetCheckSpec(
                 table.no_deleted_check,

@@ -64,8 +64,8 @@ captured_source_tables = [
         __name__,
         k.source,
         {"postgres"},
-        f"The source table {k.table.source}, captured as it is (key {k.table.key}): published "
-        "for logical replication by the outbox asset.",
+        f"The source table {k.table.source}, captured as it is (key "
+        f"{', '.join(k.table.keys)}): published for logical replication by the outbox asset.",
         [],
     )
     for k in KEYS

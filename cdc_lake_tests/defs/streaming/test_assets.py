@@ -5,6 +5,7 @@ itself (``cdc_lake/defs/streaming/assets.py``)."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 
 import dagster as dg
 import psycopg2
@@ -13,7 +14,6 @@ import pytest
 from cdc_lake.defs.streaming.assets import cdc_events_topic
 from cdc_lake.source.captured import CUSTOMERS, OUTBOX
 from cdc_lake.stack import LocalStack
-from cdc_lake.streaming import connect_config
 from cdc_lake.streaming.topics import wait_for_offsets
 from cdc_lake_tests.faults.harness import FaultPipeline
 from cdc_lake_tests.topic_reader import read_all
@@ -29,15 +29,11 @@ def pipeline(local_stack: LocalStack, secret_env: dict[str, str]) -> Iterator[Fa
         made.close()
 
 
-def test_a_table_added_to_a_running_connector_is_snapshotted(
-    pipeline: FaultPipeline, monkeypatch: pytest.MonkeyPatch
-):
+def test_a_table_added_to_a_running_connector_is_snapshotted(pipeline: FaultPipeline):
     pipeline.create_source()
     cdc, postgres = pipeline.cdc, pipeline.resources["postgres"]
     # The connector as it was before the customers were declared: the outbox alone.
-    with monkeypatch.context() as before:
-        before.setattr(connect_config, "TABLES", (OUTBOX,))
-        config = cdc.connector_settings(postgres).debezium()
+    config = replace(cdc.connector_settings(postgres), tables=(OUTBOX,)).debezium()
     assert config["table.include.list"] == OUTBOX.source
     pipeline.connect.deploy(cdc.source_connector_name, config, 180, lambda _: None)
     outbox_rows = len(_column(pipeline.dsn, "order_id", "cdc_events"))
