@@ -372,7 +372,7 @@ def main(argv: list[str] | None = None) -> int:
     for section in report.sections:
         print(f"\n{section}")
     command = "python -m bench " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:]))
-    docs = None if args.no_docs else project_root() / "docs" / "benchmarks.md"
+    docs = None if args.no_docs else project_root() / "docs" / "benchmarks-log.md"
     write_outputs(report, Path(args.json), docs, command.strip())
     return 0
 

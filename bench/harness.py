@@ -3,7 +3,8 @@
 Every comparison runs both sides in one invocation, alternating A B A B over ``reps``
 repetitions, and reports medians and their ratio: on a shared machine a single absolute time
 means little. Results are printed as a table, written as JSON, and appended, with machine info
-and the exact command, to ``docs/benchmarks.md``.
+and the exact command, to ``docs/benchmarks-log.md`` (``docs/benchmarks.md`` holds today's
+figure for each goal).
 """
 
 from __future__ import annotations

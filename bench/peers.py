@@ -444,7 +444,7 @@ def run_large(
     and per batch, so a drift of the machine's load spreads over all of them. Each side has
     usually warmed up before (``warm_up``; ``failed``: the sides whose warm-up failed, left
     out), so the JVM's first write of each format is off the load; A's first chunk still creates
-    its table (1.4x its second chunk at 500,000 orders, docs/benchmarks.md)."""
+    its table (1.4x its second chunk at 500,000 orders, docs/benchmarks-log.md)."""
     out: dict[str, Any] = {s: {"batches": [], "load_s": 0.0} for s in sides}
     for s, why in (failed or {}).items():
         out[s]["error"] = why

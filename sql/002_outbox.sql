@@ -28,7 +28,7 @@ ALTER TABLE cdc_events REPLICA IDENTITY FULL;
 
 -- The outbox rows for a set of orders (NULL: all orders), built from the Northwind tables.
 -- It returns the columns it fills, not the table's row type, so a column added to the table
--- (README, "Changing the source schema") does not break order writes before this function
+-- (docs/schema-changes.md) does not break order writes before this function
 -- fills it: refresh_cdc_events names the columns it writes and leaves the others alone.
 -- (Dropped first: an earlier release returned SETOF cdc_events, and a function's result type
 -- cannot be replaced.)

@@ -6,7 +6,7 @@ Against Hudi's change feed (``cdc_lake/lake/changes.py``; ``HudiTableConfig.chan
     row it wrote: 411 of a table's 479 MiB after 1M events over 200,000 orders in 10 batches.
     The change sets of the same commits take 18 MiB of 86 MiB. Reading the rows back from the
     file versions the commit rewrote costs time the feed does not: 1.06x at those 1M events,
-    about 1.1x for a small commit (docs/benchmarks.md, issue 25). So change sets are the default
+    about 1.1x for a small commit (docs/benchmarks-log.md, issue 25). So change sets are the default
     (``change_sets``), and the feed an option for readers of Hudi's CDC queries.
 
 What a change set holds (``write_change_set``, right after a COPY_ON_WRITE commit)

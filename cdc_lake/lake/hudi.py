@@ -6,7 +6,7 @@ Semantics the options guarantee:
   ``soft``.
 - **Partitioning.** None by default: no key can change partition, so an upsert never reads the
   records of the file groups it touches to reconcile a move (a batch of 10,000 changes into 1M
-  orders: 0.55-0.70x of the time of the ``order_year`` layout, docs/benchmarks.md).
+  orders: 0.55-0.70x of the time of the ``order_year`` layout, docs/benchmarks-log.md).
   ``partition_field="order_year"`` partitions by year; the index is global, and a record whose
   partition value changes is deleted from its old partition, so no duplicate is left. The layout
   is fixed when the table is created: writes to an existing table follow the layout it records
@@ -65,7 +65,7 @@ SESSION_CONF = {
     "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.hudi.catalog.HoodieCatalog",
     # A cached DataFrame (the batch's parsed lines, its latest rows) is kept uncompressed:
     # encoding the lines' long JSON strings cost more than the upsert saved by it (a batch of
-    # 100,000 events: 0.87x the ingest, docs/benchmarks.md). Caches spill to disk when full.
+    # 100,000 events: 0.87x the ingest, docs/benchmarks-log.md). Caches spill to disk when full.
     "spark.sql.inMemoryColumnarStorage.compressed": "false",
 }
 
@@ -103,10 +103,10 @@ class HudiTableConfig:
     change_sets: bool = True
     # Hudi's change data capture: each commit also logs its records' before and after images
     # (cdc_lake/lake/changes.py), for readers that want Hudi's CDC queries. Uncompressed Avro:
-    # most of the table's bytes (docs/benchmarks.md, issue 25). Off by default; takes effect
+    # most of the table's bytes (docs/benchmarks-log.md, issue 25). Off by default; takes effect
     # when the table is created, and a table created with it keeps it.
     change_feed: bool = False
-    # Cost of a commit (docs/benchmarks.md, Tuning log; ``python -m bench.commit_cost``).
+    # Cost of a commit (docs/benchmarks-log.md, Tuning log; ``python -m bench.commit_cost``).
     # Base files in snappy rather than Hudi's default GZIP: copy-on-write rewrites a file on
     # every upsert that touches it, and snappy is cheaper to write and to read back.
     compression_codec: str = "snappy"
@@ -137,7 +137,7 @@ class HudiTableConfig:
             # Hudi documents a table without meta fields for append-only data only. With the
             # record index, 1.1.1 (and 1.2.0) writes no index entry for such a table: an update
             # lands beside its old row in another file group, and a key filter finds nothing
-            # (docs/benchmarks.md, Tuning log, "No Hudi meta fields").
+            # (docs/benchmarks-log.md, Tuning log, "No Hudi meta fields").
             raise ValueError(
                 f"{META_FIELDS}=false is not supported: Hudi keeps no record index for a table "
                 "without meta fields, so updates leave duplicates and key-filtered reads miss "
@@ -197,7 +197,7 @@ class HudiTableConfig:
             }
         # Both indexes are global: a key is unique across partitions, and moves between them.
         # Reconciling a move reads every record of each file group a batch touches, most of a
-        # large table (docs/benchmarks.md, issue 25): only where a key can change partition.
+        # large table (docs/benchmarks-log.md, issue 25): only where a key can change partition.
         moves = str(bool(self.partition_field)).lower()
         if self.index_type == "RECORD_INDEX":
             opts |= {

@@ -555,7 +555,7 @@ def ingest_new_files(
 
 def _as_recorded(spark: SparkSession, table: HudiTableConfig) -> tuple[HudiTableConfig, str]:
     """``table`` in the layout an existing table records, and a note when the setting differs
-    (a new layout needs a new table: README, "Partitions")."""
+    (a new layout needs a new table: docs/cdc-semantics.md, "Partitions")."""
     recorded = recorded_partition_field(spark, table.base_path)
     written = table.laid_out_as(recorded)
     if written.partition_field == table.partition_field:

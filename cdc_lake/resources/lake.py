@@ -43,7 +43,8 @@ class LakeResource(dg.ConfigurableResource):
     quarantine_prefix: str = "quarantine/cdc_events"
     table_type: str = _TABLE["table_type"]
     # The outbox's partition column ("order_year"; "": none, the default). Takes effect when
-    # the table is created: an existing table keeps its layout (README, "Partitions").
+    # the table is created: an existing table keeps its layout (docs/cdc-semantics.md,
+    # "Partitions").
     partition_field: str = _TABLE["partition_field"]
     delete_mode: DeleteMode = _TABLE["delete_mode"]
     quarantine: bool = False

@@ -13,7 +13,7 @@ the table is written anywhere:
   ``<topic prefix>.<source>``, and the S3 sink writes each topic under a folder of its own
   (``cdc_lake/streaming/connect_config.py``).
 
-To capture another table, add its declaration to ``TABLES`` (README, "Adding a table").
+To capture another table, add its declaration to ``TABLES`` (docs/adding-a-table.md).
 """
 
 from __future__ import annotations

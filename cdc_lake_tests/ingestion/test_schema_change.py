@@ -10,8 +10,8 @@ One pipeline of its own (database, connectors, topic, raw prefix, Hudi table: th
    read null (or the column's default, for the columns added with one, as PostgreSQL reads
    them), and ``matches_source`` (its digest now covering them) and ``schema_matches_source``
    pass. Order writes through the triggers go on between the ``ALTER TABLE`` and any change of
-   the function that fills the outbox; then the README's edits of ``sql/002_outbox.sql`` make the
-   triggers fill another new column, on every order;
+   the function that fills the outbox; then the edits of ``sql/002_outbox.sql`` that
+   docs/schema-changes.md lists make the triggers fill another new column, on every order;
 2. a widening (smallint -> bigint) with a value past 32 bits goes through;
 3. a replay from offset 0, across the change, changes nothing;
 4. a dropped column stays in the lake, null on rows changed since, and the schema check warns;
@@ -95,7 +95,8 @@ def metadata(result: dg.ExecuteInProcessResult) -> dict[str, Any]:
 
 
 def readme_trigger_edits(path: Path, column: str, expression: str) -> str:
-    """sql/002_outbox.sql with the edits README's "Adding a column, end to end" lists."""
+    """sql/002_outbox.sql with the edits docs/schema-changes.md's "Adding a column, end to end"
+    lists."""
     text = path.read_text()
     edits = [
         ("ALTER TABLE cdc_events REPLICA IDENTITY FULL;\n",
@@ -113,7 +114,7 @@ def readme_trigger_edits(path: Path, column: str, expression: str) -> str:
          f"EXCLUDED.shipper, EXCLUDED.shipment, EXCLUDED.{column});"),
     ]  # fmt: skip
     for old, new in edits:
-        assert text.count(old) == 1, f"the README's edit no longer fits the file: {old!r}"
+        assert text.count(old) == 1, f"docs/schema-changes.md's edit no longer fits: {old!r}"
         text = text.replace(old, new)
     return text
 
@@ -202,7 +203,7 @@ def test_schema_changes_reach_the_lake_or_stop_the_refresh(pipeline: FaultPipeli
     }
     assert meta["backfilled_columns"] == list(DEFAULTED) and meta["backfilled_rows"] > 0
 
-    # 1b. The README's way to have the triggers fill a new column: its edits of
+    # 1b. docs/schema-changes.md's way to have the triggers fill a new column: its edits of
     # sql/002_outbox.sql, applied, then the outbox brought in line as the source asset does.
     sql(p, readme_trigger_edits(sql_dir() / "002_outbox.sql", "destination", "o.ship_country"))
     sql(p, "SELECT datalake.load_cdc_events()")
