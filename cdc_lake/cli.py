@@ -60,7 +60,13 @@ def cmd_stack(args: argparse.Namespace) -> int:
         stack.down()
         return 0
     if args.json:
-        print(json.dumps(stack.describe(), indent=2))
+        from cdc_lake.instance import dagster_env, default_home
+
+        # The variables a Dagster process on this stack needs (`dg dev`, a script's runs):
+        # DAGSTER_HOME as the CLI's runs take it (read here, not created), and the credentials.
+        home = Path(os.environ.get("DAGSTER_HOME") or default_home(settings))
+        out = {**stack.describe(), "dagster_env": dagster_env(settings, home)}
+        print(json.dumps(out, indent=2))
         return 0 if stack.healthy() else 1
     return 0 if _print_status(stack) else 1
 

@@ -48,6 +48,17 @@ HUDI_FIGURES = (
 ITEMS_FIGURES = ("dagster/row_count", "total_revenue", "customers")
 
 
+def _described(metadata: dict[str, Any], wanted: tuple[str, ...]) -> str:
+    """The asset's figures, or "nothing new" for a run that committed nothing (whose figures
+    are the last commit's, carried forward: ``cdc_lake/defs/unchanged.py``)."""
+    new = metadata.get(UpsertReport.NEW_COMMIT)
+    unchanged = metadata.get("unchanged")
+    if (new is not None and new.value is False) or (unchanged is not None and unchanged.value):
+        commit = metadata.get(UpsertReport.COMMIT_INSTANT)
+        return "nothing new" + (f" (still at commit {commit.value})" if commit else "")
+    return _figures(metadata, wanted)
+
+
 class RefreshTimeout(TimeoutError):
     pass
 
@@ -161,6 +172,7 @@ def _run_job(job: Any, instance: Any, shown: tuple[Any, Any], home: str, t0: flo
     from cdc_lake.instance import check_evaluations, materializations
 
     hudi_key, items_key = shown
+    started = time.monotonic()
     result = job.execute_in_process(
         instance=instance,
         tags={TRIGGER_TAG: "cdc-lake refresh"},
@@ -171,18 +183,22 @@ def _run_job(job: Any, instance: Any, shown: tuple[Any, Any], home: str, t0: flo
     mats = materializations(instance, run_id)
     for key, wanted in ((hudi_key, HUDI_FIGURES), (items_key, ITEMS_FIGURES)):
         if key in mats:
-            print(f"[refresh] {key.to_user_string()}: {_figures(mats[key].metadata, wanted)}")
-    failed = []
-    for e in check_evaluations(instance, run_id):
+            print(f"[refresh] {key.to_user_string()}: {_described(mats[key].metadata, wanted)}")
+    failed, passed = [], 0
+    evaluations = check_evaluations(instance, run_id)
+    for e in evaluations:
+        passed += bool(e.passed)
         if not e.passed:
             where = f"{e.asset_key.to_user_string()}:{e.check_name}"
             print(f"[refresh]   check {where} FAILED ({e.severity.value}): {e.description or ''}")
             if e.severity == dg.AssetCheckSeverity.ERROR:
                 failed.append(where)
+    print(f"[refresh]   checks: {passed} of {len(evaluations)} passed")
     status = "succeeded" if result.success else "FAILED"
+    # This run's own time; the command's total is since it started (t0).
     print(
-        f"[refresh] {job.name} run {run_id} {status} in {time.monotonic() - t0:.0f}s "
-        f"(instance {home})"
+        f"[refresh] {job.name} run {run_id} {status} in {time.monotonic() - started:.0f}s "
+        f"({time.monotonic() - t0:.0f}s since the refresh began; instance {home})"
     )
     if not result.success or failed:
         why = f"checks failed: {', '.join(failed)}" if failed else "the run failed"

@@ -143,3 +143,19 @@ def test_resnapshot_refuses_orders_the_outbox_lacks(ingested, local_stack, pg, m
         cur.execute("SELECT count(*) FROM datalake.debezium_signal")
         assert cur.fetchone()[0] == signals  # no signal inserted
     pg.commit()
+
+
+def test_status_json_gives_the_variables_dagster_needs(ingested, local_stack, monkeypatch, capsys):
+    from cdc_lake.cli import main
+    from cdc_lake.instance import default_home
+
+    settings = local_stack.settings
+    monkeypatch.setenv("CDC_LAKE_PORT_BASE", str(settings.port_base))
+    monkeypatch.delenv("DAGSTER_HOME", raising=False)
+    assert main(["--state-dir", str(settings.state_dir), "stack", "status", "--json"]) == 0
+    env = json.loads(capsys.readouterr().out)["dagster_env"]
+    assert env["DAGSTER_HOME"] == str(default_home(settings))
+    assert env["CDC_LAKE_STATE_DIR"] == str(settings.state_dir)
+    assert env["CDC_LAKE_PORT_BASE"] == str(settings.port_base)
+    # What the resources' EnvVars read: the stack's credentials.
+    assert env["CDC_LAKE_PG_PASSWORD"] and env["CDC_LAKE_S3_SECRET_KEY"]

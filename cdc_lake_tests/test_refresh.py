@@ -7,6 +7,7 @@ through its own ``customers_lake_refresh``; a second call finds nothing new."""
 from __future__ import annotations
 
 import os
+import re
 
 import dagster as dg
 import psycopg2
@@ -66,6 +67,7 @@ def test_refresh_catches_up_through_lake_refresh(
     hudi_line = next(line for line in out.splitlines() if HUDI_KEY.to_user_string() in line)
     assert f"events_upserted {upserted.value:,}" in hudi_line, out
     assert f"{run.run_id} succeeded" in out
+    assert re.search(r"\[refresh\]   checks: \d+ of \d+ passed", out), out
 
     # Nothing committed since: the second refresh ingests nothing and still matches.
     assert run_refresh(settings, timeout_s=240) == 0
@@ -76,6 +78,9 @@ def test_refresh_catches_up_through_lake_refresh(
     assert again.run_id != run.run_id
     meta = materializations(instance, again.run_id)[HUDI_KEY].metadata
     assert meta["events_upserted"].value == 0
+    out = capsys.readouterr().out
+    hudi_line = next(line for line in out.splitlines() if HUDI_KEY.to_user_string() in line)
+    assert "nothing new (still at commit" in hudi_line, out
     assert {e.check_name: e.passed for e in check_evaluations(instance, again.run_id)}[
         "matches_source"
     ]

@@ -137,7 +137,8 @@ def resolve_jars(settings: StackSettings, maven_args: list[str] | None = None) -
     if missing:
         raise StackError(f"Maven finished but left no jars for {missing}; see {log}.")
     (jars / ".installed").write_text(_sources_digest() + "\n")
-    _say(f"jars ready: {files} files downloaded ({mb:.1f} MB)")
+    held = sum(1 for _ in jars.rglob("*.jar"))
+    _say(f"jars ready: {held} jars in {jars}; {_downloads(files, mb)}")
 
 
 def optional_installed(settings: StackSettings, name: str) -> bool:
@@ -165,7 +166,14 @@ def install_optional(settings: StackSettings, name: str) -> None:
     if not any(target.glob("*.jar")):
         raise StackError(f"Maven finished but left no jars in {target}; see {log}.")
     (settings.jars_dir / f".installed-{name}").write_text(_optional_digest(name) + "\n")
-    _say(f"{name} ready: {files} files downloaded ({mb:.1f} MB)")
+    held = sum(1 for _ in target.glob("*.jar"))
+    _say(f"{name} ready: {held} jars in {target}; {_downloads(files, mb)}")
+
+
+def _downloads(files: int, mb: float) -> str:
+    if not files:
+        return "none downloaded: every one was in Maven's local repository (~/.m2)"
+    return f"{files} files downloaded ({mb:.1f} MB), the rest from Maven's local repository"
 
 
 def _run_maven(args: list[str], log: Path, what: str) -> tuple[int, float]:
@@ -187,7 +195,8 @@ def _run_maven(args: list[str], log: Path, what: str) -> tuple[int, float]:
         for line in proc.stdout:
             out.write(line)
             if m := _BUILDING.search(line):
-                _say(f"  [{m.group(2)}/{m.group(3)}] {m.group(1)}  ({files} files, {mb:.1f} MB)")
+                # What Maven downloads is counted below; a cached jar is not a download.
+                _say(f"  [{m.group(2)}/{m.group(3)}] {m.group(1)}")
             elif m := _DOWNLOADED.search(line):
                 files += 1
                 size = float(m.group(2)) * _UNIT[m.group(3)]
