@@ -123,7 +123,7 @@ class LakeResource(dg.ConfigurableResource):
         now."""
         quarantine = self.uri(self.quarantine_prefix_of(table))
         return UpsertParams(
-            source_table=table.source,
+            captured=table,
             raw_bucket=cdc.raw_bucket,
             raw_prefix=cdc.raw_prefix,
             topic=cdc.topic_of(table),

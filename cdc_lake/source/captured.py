@@ -18,9 +18,9 @@ To capture another table, add its declaration to ``TABLES`` (docs/adding-a-table
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal, get_args
+from typing import Any, Literal, get_args
 
 # The checks the upsert app evaluates on every captured table's Hudi table: this one is named
 # the same on each; the key and delete checks are named after the table (below).
@@ -79,6 +79,32 @@ class CapturedTable:
     @property
     def name(self) -> str:
         return self.source.split(".")[-1]
+
+    def to_json(self) -> dict[str, object]:
+        """The declaration as JSON: it travels whole to the Spark apps, which never look a table
+        up by name (so a lake server started before a declaration was added takes it)."""
+        return {
+            "source": self.source,
+            "key": list(self.keys),
+            "ddl_file": self.ddl_file,
+            "partition_field": self.partition_field,
+            "partition_from": self.partition_from,
+            "rows": self.rows,
+            "replica_identity": self.replica_identity,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> CapturedTable:
+        key = data["key"]
+        return cls(
+            source=str(data["source"]),
+            key=key if isinstance(key, str) else key_columns(key) if len(key) > 1 else key[0],
+            ddl_file=str(data["ddl_file"]),
+            partition_field=str(data.get("partition_field", "")),
+            partition_from=str(data.get("partition_from", "")),
+            rows=str(data.get("rows", "")),
+            replica_identity=data.get("replica_identity", "full"),
+        )
 
     @property
     def keys(self) -> tuple[str, ...]:

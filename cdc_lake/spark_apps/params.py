@@ -25,6 +25,7 @@ from cdc_lake.lake.ingest import DEFAULT_MAX_LINE_MB
 from cdc_lake.lake.schema import SourceColumn
 from cdc_lake.lake.table_state import DEFAULT_FULL_SCAN_EVERY
 from cdc_lake.marts.items_table import ItemsTableConfig
+from cdc_lake.source.captured import CapturedTable
 
 
 def _checked(cls: type, app: str, data: Mapping[str, Any]) -> dict[str, Any]:
@@ -54,7 +55,8 @@ class UpsertParams:
 
     APP: ClassVar[str] = "upsert"
 
-    source_table: str  # the captured table (``schema.table``), as declared
+    # The captured table's declaration, whole (``CapturedTable.to_json`` on the wire).
+    captured: CapturedTable
     raw_bucket: str
     raw_prefix: str
     topic: str
@@ -80,6 +82,7 @@ class UpsertParams:
     def to_json(self) -> dict[str, Any]:
         out = {f.name: getattr(self, f.name) for f in fields(self)}
         out["table"] = asdict(self.table)
+        out["captured"] = self.captured.to_json()
         for name in ("declared_columns", "source_columns"):
             value = out[name]
             out[name] = None if value is None else [asdict(c) for c in value]
@@ -89,6 +92,7 @@ class UpsertParams:
     def from_json(cls, data: Mapping[str, Any]) -> UpsertParams:
         values = _checked(cls, cls.APP, data)
         values["table"] = HudiTableConfig(**values["table"])
+        values["captured"] = CapturedTable.from_json(values["captured"])
         for name in ("declared_columns", "source_columns"):
             values[name] = _columns(values.get(name))
         return cls(**values)

@@ -29,7 +29,7 @@ from cdc_lake.lake.ordering import DeleteMode
 from cdc_lake.lake.reconcile import SourceKeys
 from cdc_lake.lake.schema import SourceColumn
 from cdc_lake.lake.table_state import TableState, evaluate
-from cdc_lake.source.captured import OUTBOX, RESCAN_CHECK, CapturedTable, captured
+from cdc_lake.source.captured import OUTBOX, RESCAN_CHECK, CapturedTable
 from cdc_lake.spark_apps.params import UpsertParams, UpsertReport
 from cdc_lake.spark_apps.report import AppReport, meta
 
@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 
 def run_upsert(spark: SparkSession, s3_client: Any, params: UpsertParams) -> AppReport:
     table = params.table
-    declared = captured(params.source_table)
+    declared = params.captured
     result = ingest_new_files(
         spark,
         s3_client,

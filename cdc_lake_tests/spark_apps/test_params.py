@@ -11,7 +11,7 @@ import pytest
 from cdc_lake.lake.schema import SourceColumn
 from cdc_lake.resources.lake import LakeResource
 from cdc_lake.resources.streaming import CdcPipelineResource
-from cdc_lake.source.captured import CUSTOMERS
+from cdc_lake.source.captured import CUSTOMERS, CapturedTable
 from cdc_lake.spark_apps.params import APPS, OrderItemsParams, UpsertParams
 from cdc_lake.spark_apps.run import run_app
 
@@ -30,7 +30,14 @@ def test_the_parameters_survive_the_json_trip():
     upsert = _upsert()
     wire = json.loads(json.dumps(upsert.to_json()))
     assert UpsertParams.from_json(wire) == upsert
-    assert upsert.source_table == "datalake.customers" and upsert.table.table_name == "customers"
+    assert upsert.captured == CUSTOMERS and upsert.table.table_name == "customers"
+    assert wire["captured"]["key"] == ["customer_id"]
+    # A declaration the app's process does not know (a lake server started before it was added)
+    # arrives whole, a composite key included.
+    details = CapturedTable(
+        source="datalake.order_details", key=("order_id", "product_id"), ddl_file="x.sql"
+    )
+    assert CapturedTable.from_json(json.loads(json.dumps(details.to_json()))) == details
     assert upsert.quarantine_path == "s3a://lake/lake/customers_quarantine"
     items = LakeResource(lake_bucket="lake").order_items_params(rebuild=True)
     assert OrderItemsParams.from_json(json.loads(json.dumps(items.to_json()))) == items
