@@ -65,8 +65,9 @@ def _assert_same(kept, rescanned) -> None:
         ("change sets", "COPY_ON_WRITE", "hard"),
         ("change sets", "COPY_ON_WRITE", "soft"),
         ("Hudi's change feed", "COPY_ON_WRITE", "hard"),
+        # Soft deletes are the change sets' (above); the feed's MERGE_ON_READ soft case took a
+        # minute of the suite and followed the same path as its hard one.
         ("Hudi's change feed", "MERGE_ON_READ", "hard"),
-        ("Hudi's change feed", "MERGE_ON_READ", "soft"),
     ],
 )
 def test_the_state_kept_from_the_changes_equals_a_rescan(
