@@ -448,6 +448,16 @@ def evolve(
     if lake_types is None:
         return initial(table, key, source)
     keys = key_columns(key)
+    if recorded is not None and recorded.keys != keys:
+        # Hudi's record key is the key's columns in order: another key, or the same columns in
+        # another order, would make every row a new record beside its old one.
+        raise SchemaChangeError(
+            f"{table}: the declared key ({', '.join(keys)}) is not the one the lake table was "
+            f"written with ({', '.join(recorded.keys)}). Nothing was committed. Way forward: "
+            "declare the key as it was (cdc_lake/source/captured.py), or replay the raw files "
+            "into a new table (LakeResource(table_prefix=...) and `cdc-lake lake replay "
+            "--from-offset 0`)."
+        )
     for gone in (k for k in keys if not any(c.name == k for c in source)):
         raise SchemaChangeError(
             f"{table}: the key column {gone!r} is gone from the source. Nothing was committed. "

@@ -377,3 +377,8 @@ def test_a_composite_key_is_every_column_of_it():
         evolve(TABLE, ("id", "line"), [*BASE, SourceColumn("line", "text")], lake_types(v1), v1)
     with pytest.raises(SchemaChangeError, match="no key column 'nope'"):
         initial(TABLE, ("id", "nope"), source)
+    # The key as the table was written with it, in its order: another one stops.
+    for other in (("line", "id"), "id"):
+        stop = r"declared key .* is not the one .*\(id, line\)"
+        with pytest.raises(SchemaChangeError, match=stop):
+            evolve(TABLE, other, source, lake_types(v1), v1)
