@@ -433,9 +433,11 @@ def ingest_new_files(
     )
     if not objects:
         if backfill or untaken:
-            _commit_backfill(spark, table, schema, backfill, untaken, stored.to_json(), result)
+            _commit_backfill(
+                spark, table, schema, captured, backfill, untaken, stored.to_json(), result
+            )
         if reconcile is not None:
-            _commit_reconcile(spark, table, schema, reconcile, stored.to_json(), result)
+            _commit_reconcile(spark, table, schema, captured, reconcile, stored.to_json(), result)
         result.seconds = time.monotonic() - t0
         return result
 
@@ -465,9 +467,13 @@ def ingest_new_files(
         progress = batch.progress
         if not progress:
             if backfill or untaken:
-                _commit_backfill(spark, table, schema, backfill, untaken, stored.to_json(), result)
+                _commit_backfill(
+                    spark, table, schema, captured, backfill, untaken, stored.to_json(), result
+                )
             if reconcile is not None:
-                _commit_reconcile(spark, table, schema, reconcile, stored.to_json(), result)
+                _commit_reconcile(
+                    spark, table, schema, captured, reconcile, stored.to_json(), result
+                )
             result.seconds = time.monotonic() - t0
             return result
         if batch.unknown_fields:
@@ -480,7 +486,7 @@ def ingest_new_files(
             target = f"{quarantine_path.rstrip('/')}/batch={int(time.time() * 1000)}"
             bad.write.mode("append").json(target)
             result.quarantined, result.quarantine_path = n_bad, target
-        rows = T.to_lake_rows(good, schema)
+        rows = T.to_lake_rows(good, schema, captured)
         result.events_read = batch.good
         # A truncate's marker is no row: it sweeps (below). A change older than a truncate
         # applied before lost to it.
@@ -523,7 +529,7 @@ def ingest_new_files(
             result.reconciled_rows = left.count()
             latest = O.latest_per_key(latest.unionByName(left), schema.keys)
         if backfill:
-            filled = _stored_with_missing_values(spark, table, schema, backfill)
+            filled = _stored_with_missing_values(spark, table, schema, captured, backfill)
             latest = O.latest_per_key(latest.unionByName(filled), schema.keys)
             result.backfilled_columns = tuple(c.name for c in backfill)
         latest = O.with_delete_marker(latest, table.delete_mode)
@@ -575,6 +581,7 @@ def _commit_backfill(
     spark: SparkSession,
     table: HudiTableConfig,
     schema: LakeSchema,
+    captured: CapturedTable,
     backfill: Sequence[LakeColumn],
     untaken: Sequence[LakeColumn],
     checkpoint: dict[str, Any],
@@ -587,7 +594,7 @@ def _commit_backfill(
     without a default) needs one stored row only, written again as it is with the new columns,
     for Hudi to take them (a table with no live row takes them with its first)."""
     filled = _stored_with_missing_values(
-        spark, table, schema, backfill, limit=None if backfill else 1
+        spark, table, schema, captured, backfill, limit=None if backfill else 1
     )
     try:
         result.events_upserted = filled.count()
@@ -605,6 +612,7 @@ def _commit_reconcile(
     spark: SparkSession,
     table: HudiTableConfig,
     schema: LakeSchema,
+    captured: CapturedTable,
     keys: R.SourceKeys,
     checkpoint: dict[str, Any],
     result: IngestResult,
@@ -618,7 +626,7 @@ def _commit_reconcile(
     aligned = stored.select(*[
         F.col(c) if c in stored.columns
         else F.lit(None).cast(schema.column(c).lake_type).alias(c)
-        for c in T.lake_columns(schema)
+        for c in T.lake_columns(schema, captured)
     ])  # fmt: skip
     left = R.leftovers(spark, None, aligned, keys, schema).persist()
     try:
@@ -666,6 +674,7 @@ def _stored_with_missing_values(
     spark: SparkSession,
     table: HudiTableConfig,
     schema: LakeSchema,
+    captured: CapturedTable,
     backfill: Sequence[LakeColumn],
     limit: int | None = None,
 ) -> DataFrame:
@@ -690,7 +699,7 @@ def _stored_with_missing_values(
     # Persisted: the table is read once, for the union (or the write) and the count.
     live = O.live_rows(stored)
     live = live.limit(limit) if limit is not None else live
-    return live.select(*[value(c) for c in T.lake_columns(schema)]).persist()
+    return live.select(*[value(c) for c in T.lake_columns(schema, captured)]).persist()
 
 
 def read_table(spark: SparkSession, base_path: str, **options: str) -> DataFrame:

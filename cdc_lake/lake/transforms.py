@@ -56,7 +56,7 @@ from pyspark.sql.types import IntegerType, LongType, StringType, StructType
 from cdc_lake.lake import ordering as O
 from cdc_lake.lake.schema import LakeSchema
 from cdc_lake.lake.tables import or_declared
-from cdc_lake.source.captured import captured
+from cdc_lake.source.captured import CapturedTable, captured
 
 CORRUPT_COLUMN = "_corrupt_record"
 # Optional input column: a reason found before parsing (invalid UTF-8, too long), or null.
@@ -101,10 +101,14 @@ def required_fields(schema: LakeSchema | None = None) -> tuple[str, ...]:
     return (*or_declared(schema).keys, "__op", "__lsn", "__source_ts_ms")
 
 
-def lake_columns(schema: LakeSchema | None = None) -> tuple[str, ...]:
-    """The lake row's columns, in ``to_lake_rows``' order."""
+def lake_columns(
+    schema: LakeSchema | None = None, table: CapturedTable | None = None
+) -> tuple[str, ...]:
+    """The lake row's columns, in ``to_lake_rows``' order. ``table``: the declaration (by
+    default the one of ``schema``'s table in ``TABLES``)."""
     schema = or_declared(schema)
-    return (*schema.names, *CDC_COLUMNS, *captured(schema.table).lake_partition)
+    table = table or captured(schema.table)
+    return (*schema.names, *CDC_COLUMNS, *table.lake_partition)
 
 
 def lines_from_text(spark: SparkSession, key_and_text: list[tuple[str, str]]) -> DataFrame:
@@ -317,10 +321,12 @@ def split_valid(parsed: DataFrame) -> tuple[DataFrame, DataFrame]:
     return good, bad
 
 
-def to_lake_rows(good: DataFrame, schema: LakeSchema | None = None) -> DataFrame:
+def to_lake_rows(
+    good: DataFrame, schema: LakeSchema | None = None, table: CapturedTable | None = None
+) -> DataFrame:
     """Good events as rows of the lake table, columns as ``lake_columns`` says."""
     schema = or_declared(schema)
-    table = captured(schema.table)
+    table = table or captured(schema.table)
     partition = []
     if table.partition_field:
         # The year of a date column; rows without one share the NULL_PARTITION.
