@@ -31,12 +31,12 @@ def table_keys(table: CapturedTable) -> TableKeys:
     schema, name = table.source.split(".")
     return TableKeys(
         table=table,
-        source=dg.AssetKey(["postgres", schema, f"{name}_outbox" if table == OUTBOX else name]),
+        source=dg.AssetKey(["postgres", schema, table.source_asset or name]),
         topic=dg.AssetKey(["kafka", f"{name}_topic"]),
         raw=dg.AssetKey(["s3", "raw", f"{name}_files"]),
         hudi=dg.AssetKey(["hudi", schema, name]),
-        refresh_job="lake_refresh" if table == OUTBOX else f"{name}_lake_refresh",
-        sensor="raw_cdc_files_sensor" if table == OUTBOX else f"{name}_raw_files_sensor",
+        refresh_job=table.refresh_job or f"{name}_lake_refresh",
+        sensor=table.sensor or f"{name}_raw_files_sensor",
     )
 
 

@@ -64,6 +64,12 @@ class CapturedTable:
     rows: str = ""
     # How the source is prepared for updates of large values (``ReplicaIdentity`` above).
     replica_identity: ReplicaIdentity = "full"
+    # Names in Dagster ("": derived from the table's name, ``cdc_lake/defs/keys.py``): the
+    # source asset's (``postgres/<schema>/<this>``), the refresh job's and the sensor's. Kept as
+    # existing instances know them.
+    source_asset: str = ""
+    refresh_job: str = ""
+    sensor: str = ""
 
     def __post_init__(self) -> None:
         try:
@@ -91,6 +97,9 @@ class CapturedTable:
             "partition_from": self.partition_from,
             "rows": self.rows,
             "replica_identity": self.replica_identity,
+            "source_asset": self.source_asset,
+            "refresh_job": self.refresh_job,
+            "sensor": self.sensor,
         }
 
     @classmethod
@@ -104,6 +113,9 @@ class CapturedTable:
             partition_from=str(data.get("partition_from", "")),
             rows=str(data.get("rows", "")),
             replica_identity=data.get("replica_identity", "full"),
+            source_asset=str(data.get("source_asset", "")),
+            refresh_job=str(data.get("refresh_job", "")),
+            sensor=str(data.get("sensor", "")),
         )
 
     @property
@@ -134,6 +146,9 @@ OUTBOX = CapturedTable(
     partition_field="order_year",
     partition_from="order_date",
     rows="orders",
+    source_asset="cdc_events_outbox",
+    refresh_job="lake_refresh",
+    sensor="raw_cdc_files_sensor",
 )
 
 # Captured as it is, beside the outbox: a table needs its declaration and nothing else.
