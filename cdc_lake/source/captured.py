@@ -104,10 +104,10 @@ class CapturedTable:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> CapturedTable:
-        key = data["key"]
+        keys = key_columns(data["key"])
         return cls(
             source=str(data["source"]),
-            key=key if isinstance(key, str) else key_columns(key) if len(key) > 1 else key[0],
+            key=keys[0] if len(keys) == 1 else keys,
             ddl_file=str(data["ddl_file"]),
             partition_field=str(data.get("partition_field", "")),
             partition_from=str(data.get("partition_from", "")),
