@@ -101,6 +101,7 @@ def plain_spark() -> Iterator[SparkSession]:
         .appName("cdc-lake-plain-tests")
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.ui.enabled", "false")
+        .config("spark.authenticate", "true")  # as every Spark the project starts
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.session.timeZone", "UTC")
         .getOrCreate()

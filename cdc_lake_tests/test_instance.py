@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import pwd
 import re
 import signal
 import socket
@@ -23,7 +22,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,13 +34,13 @@ from cdc_lake.instance import LOCATION, default_home, ui_token_path
 from cdc_lake.stack import LocalStack
 from cdc_lake.stack.settings import local_secret_env, project_root
 from cdc_lake.webserver import cookie_name
+from cdc_lake_tests.second_user import as_user, attacker
 
 LOCATIONS = "{ workspaceOrError { ... on Workspace { locationEntries { name locationOrLoadError { __typename } } } } }"  # noqa: E501
 LAUNCH = """mutation($p: ExecutionParams!) { launchRun(executionParams: $p) { __typename
   ... on RunConfigValidationInvalid { errors { message } }
   ... on PythonError { message }
   ... on LaunchRunSuccess { run { runId } } } }"""
-ATTACKER = "cdclake-attacker"
 
 
 def _free_port() -> int:
@@ -111,46 +110,6 @@ def _post(url: str, query: str, variables: dict | None = None, token: str | None
     )
     with urllib.request.urlopen(request, timeout=60) as r:
         return json.load(r)
-
-
-def _as_user(user: str, probe: Callable[[], dict]) -> dict:
-    """``probe()`` in a forked child that has dropped to ``user``; its JSON answer."""
-    entry = pwd.getpwnam(user)
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: never returns into pytest
-        code = 0
-        try:
-            os.close(read)
-            os.setgroups([])
-            os.setgid(entry.pw_gid)
-            os.setuid(entry.pw_uid)
-            answer = json.dumps(probe()).encode()
-            os.write(write, answer)
-        except BaseException as e:  # noqa: BLE001
-            os.write(write, json.dumps({"child_error": repr(e)}).encode())
-            code = 1
-        finally:
-            os._exit(code)
-    os.close(write)
-    chunks = []
-    while chunk := os.read(read, 65536):
-        chunks.append(chunk)
-    os.close(read)
-    os.waitpid(pid, 0)
-    return json.loads(b"".join(chunks))
-
-
-def _attacker() -> str:
-    assert os.geteuid() == 0, "the attacker test makes a second user: run the suite as root"
-    try:
-        pwd.getpwnam(ATTACKER)
-    except KeyError:
-        subprocess.run(
-            ["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", ATTACKER],
-            check=True,
-        )
-    return ATTACKER
 
 
 @dataclass
@@ -259,7 +218,7 @@ def test_the_url_with_the_token_sets_a_cookie_that_opens_the_ui(running_ui: Runn
 
 
 def test_another_local_user_cannot_reach_the_ui(running_ui: RunningUi, local_stack: LocalStack):
-    attacker = _attacker()
+    user = attacker()
     _locations(running_ui)  # the UI is up, with its code servers
     procs = [running_ui.proc.pid, *_descendants(running_ui.proc.pid)]
     inodes = set().union(*(_socket_inodes(p) for p in procs if Path(f"/proc/{p}").exists()))
@@ -306,7 +265,7 @@ def test_another_local_user_cannot_reach_the_ui(running_ui: RunningUi, local_sta
                     out["unix"][path] = type(e).__name__
         return out
 
-    seen = _as_user(attacker, probe)
+    seen = as_user(user, probe)
     assert "child_error" not in seen, seen
     assert seen["token_read"] is False
     assert (seen["page"], seen["graphql"], seen["wrong_token"]) == (401, 401, 401), seen

@@ -122,7 +122,7 @@ def test_no_secret_anywhere_after_a_pipeline_run(
     assert stat.S_IMODE(s.conf_dir.stat().st_mode) == 0o700
     on_purpose = {Path(f) for f, _ in files_holding(s.conf_dir, secrets)}
     assert {p.name for p in on_purpose} == {
-        "s3proxy.conf", "connect-users.properties"
+        "s3proxy.conf", "connect-users.properties", "s3a-credentials"
     }  # fmt: skip
     for path in on_purpose:
         assert stat.S_IMODE(path.stat().st_mode) == 0o600, path

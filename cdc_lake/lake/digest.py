@@ -90,6 +90,7 @@ BUCKETS = 64
 VERSION = 3
 HASH_HEX_DIGITS = 15  # 60 bits: a non-negative bigint in both engines
 KEY_HEX_DIGITS = 8  # 32 bits: a key number whose square sums stay far inside decimal(38,0)
+FIELD_HEX_DIGITS = 8  # per column, to name the columns that differ (not summed)
 # Double.doubleToLongBits(NaN), Java's one NaN: 0x7ff8000000000000.
 JAVA_NAN_BITS = 0x7FF8000000000000
 ROW_HASH = "_row_hash"  # optional precomputed column for spark_digest
@@ -98,6 +99,12 @@ ROW_HASH = "_row_hash"  # optional precomputed column for spark_digest
 def _fields(schema: LakeSchema | None) -> list[tuple[str, str]]:
     """(column, kind) of the canonical text, in its order."""
     return sorted((c.name, c.kind) for c in or_declared(schema).live)
+
+
+def hashed_columns(schema: LakeSchema | None = None) -> list[str]:
+    """The columns the row hash covers, in the order of its canonical text (and of the field
+    hashes)."""
+    return [name for name, _ in _fields(schema)]
 
 
 def empty_digest(buckets: int = BUCKETS, schema: LakeSchema | None = None) -> dict[str, Any]:
@@ -189,7 +196,8 @@ def spark_row_hash(schema: LakeSchema | None = None) -> Column:
     return F.conv(prefix, 16, 10).cast("decimal(38,0)")
 
 
-def _spark_key_number(schema: LakeSchema | None) -> Column:
+def spark_key_number(schema: LakeSchema | None) -> Column:
+    """The key number of a lake row (its bucket is this mod the number of buckets)."""
     from pyspark.sql import functions as F
 
     schema = or_declared(schema)
@@ -205,6 +213,21 @@ def _spark_key_number(schema: LakeSchema | None) -> Column:
         text = _spark_text(key, kind)
     prefix = F.substring(F.md5(text), 1, KEY_HEX_DIGITS)
     return F.conv(prefix, 16, 10).cast("decimal(38,0)")
+
+
+def spark_field_hashes(schema: LakeSchema | None = None) -> Column:
+    """Per live column, in the canonical text's order, the first ``FIELD_HEX_DIGITS`` of the md5
+    of its labelled field, joined by commas: which columns of two rows with different row
+    hashes differ (``cdc_lake/lake/diff.py``). Equal to ``sql_field_hashes`` for equal rows."""
+    from pyspark.sql import functions as F
+
+    return F.concat_ws(
+        ",",
+        *[
+            F.substring(F.md5(_spark_field(name, _spark_text(name, kind))), 1, FIELD_HEX_DIGITS)
+            for name, kind in _fields(schema)
+        ],
+    )
 
 
 def spark_digest(
@@ -225,7 +248,7 @@ def spark_digests(
     job: rows as for ``spark_digest``."""
     from pyspark.sql import functions as F
 
-    oid = _spark_key_number(schema)
+    oid = spark_key_number(schema)
     if ROW_HASH not in rows.columns:
         # Hashed in a projection: Spark counts ``reflect`` (the float bits) as nondeterministic,
         # which an aggregate's arguments may not hold.
@@ -289,7 +312,18 @@ def sql_row_hash(schema: LakeSchema | None = None) -> str:
     )
 
 
-def _sql_key_number(schema: LakeSchema) -> str:
+def sql_field_hashes(schema: LakeSchema | None = None) -> str:
+    """``spark_field_hashes`` in PostgreSQL, over a source row."""
+    parts = ", ".join(
+        f"substr(md5(convert_to({_sql_field(name, _sql_text(name, kind))}, 'UTF8')), 1, "
+        f"{FIELD_HEX_DIGITS})"
+        for name, kind in _fields(schema)
+    )
+    return f"concat_ws(',', {parts})"
+
+
+def sql_key_number(schema: LakeSchema) -> str:
+    """The key number of a source row, as a numeric."""
     if len(schema.keys) > 1:
         kinds = [(k, str(schema.column(k).kind)) for k in schema.keys]
         text = " || ".join(_sql_field(k, _sql_text(k, kind)) for k, kind in kinds)
@@ -313,7 +347,7 @@ def source_digest_sql(table: str | None = None, schema: LakeSchema | None = None
 SELECT mod(mod(k, %(buckets)s) + %(buckets)s, %(buckets)s) AS bucket, count(*),
        sum(k), sum(k * k), sum(h::numeric)
 FROM (
-    SELECT {_sql_key_number(schema)} AS k, {sql_row_hash(schema)} AS h
+    SELECT {sql_key_number(schema)} AS k, {sql_row_hash(schema)} AS h
     FROM {table or schema.table}
 ) AS hashed
 GROUP BY 1

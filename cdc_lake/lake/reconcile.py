@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from psycopg2 import sql
     from psycopg2.extensions import connection as PgConnection
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame, SparkSession
 
     from cdc_lake.lake.schema import LakeSchema
 
@@ -94,6 +94,20 @@ def write_source_keys(
     return SourceKeys(uri, int(row[0])), body.count(b"\n")
 
 
+def spark_key_hex(schema: LakeSchema) -> Column:
+    """``key_text_sql`` of a lake row, in Spark (lower-case hex)."""
+    from pyspark.sql import functions as F
+
+    return F.concat_ws(
+        ",", *[F.lower(F.hex(F.encode(F.col(k).cast("string"), "UTF-8"))) for k in schema.keys]
+    )
+
+
+def key_of_hex(key_hex: str) -> tuple[str, ...]:
+    """The key's column texts back from its hex (a byte that is not UTF-8 shows as U+FFFD)."""
+    return tuple(bytes.fromhex(h).decode("utf-8", "replace") for h in key_hex.split(","))
+
+
 def leftovers(
     spark: SparkSession, stored: DataFrame | None, batch: DataFrame, keys: SourceKeys,
     schema: LakeSchema,
@@ -105,9 +119,7 @@ def leftovers(
     from cdc_lake.lake import ordering as O
 
     source = spark.read.text(keys.uri).select(F.lower(F.col("value")).alias("_key_hex"))
-    key_hex = F.concat_ws(
-        ",", *[F.lower(F.hex(F.encode(F.col(k).cast("string"), "UTF-8"))) for k in schema.keys]
-    )
+    key_hex = spark_key_hex(schema)
 
     def absent(rows: DataFrame) -> DataFrame:
         return (

@@ -12,7 +12,7 @@ import time
 
 import dagster as dg
 
-from cdc_lake.resources.spark import SparkLauncher, SparkOutcome, outcome_from_report
+from cdc_lake.resources.spark import AppContext, SparkLauncher, SparkOutcome, outcome_from_report
 from cdc_lake.spark_apps.params import AppParams
 from cdc_lake.spark_apps.report import AppReport
 from cdc_lake.stack.lake_server import LakeServerError, request
@@ -27,7 +27,7 @@ class LocalServerSparkLauncher(SparkLauncher):
     token_file: str  # a path: the token is read when an app runs, never held in config
     timeout_s: float | None = None  # an app takes as long as its batch; None waits for it
 
-    def run(self, context: dg.AssetExecutionContext, params: AppParams) -> SparkOutcome:
+    def run(self, context: AppContext, params: AppParams) -> SparkOutcome:
         app = params.APP
         where = f"{self.host}:{self.port}"
         context.log.info(f"{app}: running on the lake server at {where}")

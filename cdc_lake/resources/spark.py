@@ -98,12 +98,15 @@ def outcome_from_report(report: Any) -> SparkOutcome:
 
 def outcome_from_pipes(invocation: PipesClientCompletedInvocation) -> SparkOutcome:
     outcome = SparkOutcome()
+    for message in invocation.get_custom_messages():  # an app a check runs (DiffParams)
+        if isinstance(message, dict) and isinstance(message.get("metadata"), dict):
+            outcome.metadata |= to_metadata(message["metadata"])
     for result in invocation.get_results():
         if isinstance(result, dg.MaterializeResult):
             outcome.metadata |= dict(result.metadata or {})
         elif isinstance(result, dg.AssetCheckResult):
             outcome.checks.append(result)
-    if not outcome.metadata:
+    if not outcome.metadata:  # the metadata of a message or a materialization, never none
         raise dg.Failure(
             "the Spark app finished but reported no materialization through Pipes: check that "
             "the app's S3 messages reached the Pipes bucket"
@@ -123,10 +126,22 @@ def spark_submit_args(
     return args
 
 
-class SparkLauncher(dg.ConfigurableResource):
-    """Runs a lake Spark app (``upsert`` or ``order_items``) somewhere, returning its outcome."""
+# What runs an app: an asset (upsert, order items) or a check (diff).
+AppContext = dg.AssetExecutionContext | dg.AssetCheckExecutionContext
 
-    def run(self, context: dg.AssetExecutionContext, params: AppParams) -> SparkOutcome:
+
+def op_context(context: AppContext) -> dg.OpExecutionContext | dg.AssetExecutionContext:
+    """The context Pipes takes (a check's is its op's)."""
+    if isinstance(context, dg.AssetCheckExecutionContext):
+        return context.op_execution_context
+    return context
+
+
+class SparkLauncher(dg.ConfigurableResource):
+    """Runs a lake Spark app (``upsert``, ``order_items`` or ``diff``) somewhere, returning its
+    outcome."""
+
+    def run(self, context: AppContext, params: AppParams) -> SparkOutcome:
         raise NotImplementedError
 
 
@@ -137,7 +152,7 @@ class LocalSparkLauncher(SparkLauncher):
     pyspark: LazyPySparkResource
     s3: S3Resource
 
-    def run(self, context: dg.AssetExecutionContext, params: AppParams) -> SparkOutcome:
+    def run(self, context: AppContext, params: AppParams) -> SparkOutcome:
         from cdc_lake.spark_apps.run import run_app
 
         client = self.s3.get_client()
@@ -178,16 +193,17 @@ class EmrStepLauncher(_EmrLauncher):
     cluster_id: str
     deploy_mode: str = "cluster"
 
-    def run(self, context: dg.AssetExecutionContext, params: AppParams) -> SparkOutcome:
+    def run(self, context: AppContext, params: AppParams) -> SparkOutcome:
         s3 = self.client("s3")
         entry_uri, zip_uri = self.upload_app(s3)
+        pipes_context = op_context(context)
         client = PipesEMRStepClient(
             self.client("emr"), self.message_reader(s3), self.region, self.poll_interval_s
         )
         invocation = client.run(
-            context=context,
+            context=pipes_context,
             cluster_id=self.cluster_id,
-            step_name=f"cdc-lake {params.APP} (dagster run {context.run.run_id[:8]})",
+            step_name=f"cdc-lake {params.APP} (dagster run {pipes_context.run.run_id[:8]})",
             entry_point=entry_uri,
             spark_submit_args=[
                 "--deploy-mode",
@@ -251,9 +267,10 @@ class EmrServerlessLauncher(_EmrLauncher):
             }
         return params
 
-    def run(self, context: dg.AssetExecutionContext, params: AppParams) -> SparkOutcome:
+    def run(self, context: AppContext, params: AppParams) -> SparkOutcome:
         s3 = self.client("s3")
         entry_uri, zip_uri = self.upload_app(s3)
+        pipes_context = op_context(context)
         client = CdcEMRServerlessClient(
             client=self.client("emr-serverless"),
             message_reader=self.message_reader(s3),
@@ -261,7 +278,7 @@ class EmrServerlessLauncher(_EmrLauncher):
             log_uri=self.log_uri,
         )
         invocation = client.run(
-            context=context,
+            context=pipes_context,
             start_job_run_params=self.start_params(params.APP, entry_uri, zip_uri),  # type: ignore[arg-type]
             extras={APP_EXTRA: params.APP, PARAMS_EXTRA: params.to_json()},
         )

@@ -31,6 +31,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     from pyspark.sql import SparkSession
 
+    from cdc_lake.spark_apps.params import APPS
     from cdc_lake.spark_apps.run import run_app
 
     argv = sys.argv if argv is None else argv
@@ -44,7 +45,10 @@ def main(argv: list[str] | None = None) -> None:
         pipes.log.info(f"cdc-lake {app} app starting")
         spark = SparkSession.Builder().appName(f"cdc-lake-{app}").getOrCreate()
         report = run_app(spark, s3, app, params)
-        pipes.report_asset_materialization(metadata=report.metadata)
+        if APPS[app].REPORTS_MATERIALIZATION:
+            pipes.report_asset_materialization(metadata=report.metadata)
+        else:  # an app a check runs: its metadata as a message (the check has no asset)
+            pipes.report_custom_message({"metadata": report.metadata})
         for check in report.checks:
             pipes.report_asset_check(**check)
         pipes.log.info(f"cdc-lake {app} app done")

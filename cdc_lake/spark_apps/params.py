@@ -22,7 +22,7 @@ from typing import Any, ClassVar, Final
 
 from cdc_lake.lake.hudi import HudiTableConfig
 from cdc_lake.lake.ingest import DEFAULT_MAX_LINE_MB
-from cdc_lake.lake.schema import SourceColumn
+from cdc_lake.lake.schema import LakeSchema, SourceColumn
 from cdc_lake.lake.table_state import DEFAULT_FULL_SCAN_EVERY
 from cdc_lake.marts.items_table import ItemsTableConfig
 from cdc_lake.source.captured import CapturedTable
@@ -54,6 +54,7 @@ class UpsertParams:
     table ``table``, then its checks."""
 
     APP: ClassVar[str] = "upsert"
+    REPORTS_MATERIALIZATION: ClassVar[bool] = True
 
     # The captured table's declaration, whole (``CapturedTable.to_json`` on the wire).
     captured: CapturedTable
@@ -104,6 +105,7 @@ class OrderItemsParams:
     rebuilt in full from its snapshot (``rebuild``)."""
 
     APP: ClassVar[str] = "order_items"
+    REPORTS_MATERIALIZATION: ClassVar[bool] = True
 
     table_path: str
     items: ItemsTableConfig
@@ -119,9 +121,42 @@ class OrderItemsParams:
         return cls(**values)
 
 
-AppParams = UpsertParams | OrderItemsParams
-APPS: dict[str, type[UpsertParams] | type[OrderItemsParams]] = {
-    p.APP: p for p in (UpsertParams, OrderItemsParams)
+@dataclass(frozen=True)
+class DiffParams:
+    """The ``diff`` app: which live rows of the Hudi table at ``table_path`` differ from the
+    source's rows in ``source_rows_uri`` (``cdc_lake/lake/diff.py``), in the ``chosen`` of
+    ``buckets`` digest buckets, hashed over ``schema``'s columns. It writes nothing, and reports
+    through Pipes messages, not as a materialization: a check runs it."""
+
+    APP: ClassVar[str] = "diff"
+    REPORTS_MATERIALIZATION: ClassVar[bool] = False
+
+    table_path: str
+    schema: LakeSchema
+    source_rows_uri: str
+    buckets: int
+    chosen: tuple[int, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "table_path": self.table_path,
+            "schema": self.schema.to_json(),
+            "source_rows_uri": self.source_rows_uri,
+            "buckets": self.buckets,
+            "chosen": list(self.chosen),
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> DiffParams:
+        values = _checked(cls, cls.APP, data)
+        values["schema"] = LakeSchema.from_json(values["schema"])
+        values["chosen"] = tuple(int(b) for b in values["chosen"])
+        return cls(**values)
+
+
+AppParams = UpsertParams | OrderItemsParams | DiffParams
+APPS: dict[str, type[UpsertParams] | type[OrderItemsParams] | type[DiffParams]] = {
+    p.APP: p for p in (UpsertParams, OrderItemsParams, DiffParams)
 }
 
 
@@ -134,6 +169,12 @@ class UpsertReport:
     LIVE_KEY_DIGEST: Final = "live_key_digest"  # what matches_source compares
     LAKE_SCHEMA: Final = "lake_schema"  # the lake's columns and their version
     LAYOUT_NOTE: Final = "layout_note"  # the table's layout is not the setting's: why
+
+
+class DiffReport:
+    """The diff app's metadata key."""
+
+    DIFFERENCES: Final = "row_differences"  # ``RowDifferences.to_json``
 
 
 class OrderItemsReport:

@@ -7,6 +7,8 @@ launcher), as a step on an EMR cluster and as an EMR Serverless job run (both th
 
 - ``upsert``: the raw files into the Hudi table, then its checks
   (``cdc_lake/spark_apps/upsert.py``).
+- ``diff``: the rows that differ from the source in the digest buckets a check found different
+  (``cdc_lake/spark_apps/diff.py``); it writes nothing.
 - ``order_items``: the order items brought up to the table's newest commit from its change
   feed (or rebuilt from its snapshot), then their checks (``cdc_lake/spark_apps/order_items.py``).
 
@@ -22,8 +24,9 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from cdc_lake.spark_apps import jvm_names
+from cdc_lake.spark_apps.diff import run_diff
 from cdc_lake.spark_apps.order_items import run_order_items
-from cdc_lake.spark_apps.params import APPS, OrderItemsParams, UpsertParams
+from cdc_lake.spark_apps.params import APPS, DiffParams, OrderItemsParams, UpsertParams
 from cdc_lake.spark_apps.report import AppReport
 from cdc_lake.spark_apps.upsert import run_upsert
 
@@ -39,5 +42,7 @@ def run_app(spark: SparkSession, s3_client: Any, app: str, params: Mapping[str, 
     jvm_names.pin(spark)  # fewer py4j round trips for every app on this session
     if isinstance(typed, UpsertParams):
         return run_upsert(spark, s3_client, typed)
+    if isinstance(typed, DiffParams):
+        return run_diff(spark, typed)
     assert isinstance(typed, OrderItemsParams)
     return run_order_items(spark, typed)

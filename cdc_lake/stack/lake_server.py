@@ -26,8 +26,9 @@ session is up, a warm-up (a small Hudi table in the server's data directory, not
 loads Hudi's classes under the same lock, so the first app does not pay for them.
 
 Secrets: the server reads the stack's S3 keys from the state directory's credentials itself and
-hands them to the JVM over py4j (``set_s3a_keys``) and to its boto3 client in memory; its argv
-holds the state directory only, its environment no secret. Its log (``logs/lake_server.log``)
+hands them to the JVM it starts through a 0600 profile file that the JVM's environment names
+(``build_spark_session``: not through the Hadoop configuration, which Spark broadcasts) and to
+its boto3 client in memory; its argv holds the state directory only, no environment a secret. Its log (``logs/lake_server.log``)
 gets one line per request (app, outcome, seconds) and Spark's warnings; never parameters or
 reports. After each app the session's cached tables are dropped, so memory does not grow with
 the runs it served.

@@ -3,24 +3,28 @@ s3a pointed at an S3 endpoint.
 
 ``spark_conf`` is a plain dict so that the Dagster PySpark resource, tests and benchmarks all
 build the same session from it. It holds no secret: pyspark hands every conf to spark-submit as
-a ``--conf`` argument, which any local user can read in ``ps``. s3a gets its keys either from
-the JVM's environment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY; the Dagster resource, EMR) or,
-in ``build_spark_session``, from the stack's credentials set in the running JVM's Hadoop
-configuration over py4j's authenticated local socket.
+a ``--conf`` argument, which any local user can read in ``ps``. s3a gets its keys from the
+JVM's environment (the Dagster resource; EMR's instance role) or, in ``build_spark_session``,
+from a 0600 profile file with the stack's keys, never from the Hadoop configuration, which
+Spark broadcasts to every task in pieces that its block manager serves.
 
 A local session is also closed and quiet: the driver and its block manager listen on 127.0.0.1
-only, the log level is WARN (``conf/spark-log4j2.properties``, read as the JVM starts), there
-are no console progress bars, and the SQL warehouse sits in the state directory rather than in
+only and refuse a client without the JVM's own secret (``spark.authenticate``), the log level
+is WARN (``conf/spark-log4j2.properties``, read as the JVM starts), there are no console
+progress bars, and the SQL warehouse sits in the state directory rather than in
 the working directory.
 """
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cdc_lake.lake.hudi import SESSION_CONF
-from cdc_lake.stack.process import StackError
+from cdc_lake.stack.process import StackError, write_private
 from cdc_lake.stack.settings import StackSettings
 
 if TYPE_CHECKING:
@@ -53,6 +57,8 @@ RETAINED = {
 }
 SIMPLE_PROVIDER = "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider"
 ENV_PROVIDER = "com.amazonaws.auth.EnvironmentVariableCredentialsProvider"
+PROFILE_PROVIDER = "com.amazonaws.auth.profile.ProfileCredentialsProvider"
+S3A_PROFILE = "cdc-lake"
 
 
 def s3a_conf(endpoint: str, region: str, provider: str = ENV_PROVIDER) -> dict[str, str]:
@@ -84,6 +90,9 @@ def spark_conf(settings: StackSettings, shuffle_partitions: int = 4) -> dict[str
         # The block manager binds the driver's bind address too.
         "spark.driver.bindAddress": LOOPBACK,
         "spark.driver.host": LOOPBACK,
+        # The driver's RPC and its block manager refuse a client without the session's secret,
+        # which local mode generates in the JVM (no secret in any conf or argument).
+        "spark.authenticate": "true",
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.warehouse.dir": str(settings.state_dir / "spark-warehouse"),
@@ -96,9 +105,10 @@ def spark_conf(settings: StackSettings, shuffle_partitions: int = 4) -> dict[str
 
 
 def set_s3a_keys(spark: SparkSession, access_key: str, secret_key: str) -> None:
-    """Give a running session's s3a its keys through the JVM's Hadoop configuration: they travel
-    over py4j's local socket, never in a process's arguments or environment. Must run before
-    the first s3a access, which caches the file system with the keys it found."""
+    """Give a running session's s3a its keys through the JVM's Hadoop configuration, over py4j's
+    local socket. Only for a JVM started without them in its environment: the Hadoop
+    configuration travels in the pieces Spark broadcasts (``build_spark_session`` avoids it).
+    Must run before the first s3a access, which caches the file system with the keys it found."""
     jsc: Any = spark.sparkContext._jsc  # a py4j JavaObject
     if jsc is None:
         raise StackError("spark: the session is stopped; build a new one")
@@ -108,10 +118,27 @@ def set_s3a_keys(spark: SparkSession, access_key: str, secret_key: str) -> None:
     hadoop.set("fs.s3a.secret.key", secret_key)
 
 
+@contextmanager
+def _in_environment(values: dict[str, str]) -> Iterator[None]:
+    """``values`` in this process's environment while the block runs (a JVM started in it
+    inherits them), as they were afterwards."""
+    saved = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
 def build_spark_session(
     settings: StackSettings, app_name: str = "cdc-lake", extra: dict[str, str] | None = None
 ) -> SparkSession:
     """A local session on the stack, with the stack's S3 keys (see ``set_s3a_keys``)."""
+    from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
     if not settings.spark_jars():
@@ -122,13 +149,27 @@ def build_spark_session(
     settings.state_dir.mkdir(parents=True, exist_ok=True)
     conf = {
         **spark_conf(settings),
-        "spark.hadoop.fs.s3a.aws.credentials.provider": SIMPLE_PROVIDER,
+        "spark.hadoop.fs.s3a.aws.credentials.provider": PROFILE_PROVIDER,
         **(extra or {}),
     }
     builder = SparkSession.Builder().appName(app_name)
     for key, value in conf.items():
         builder = builder.config(key, value)
-    spark = builder.getOrCreate()
     c = settings.credentials
-    set_s3a_keys(spark, c.s3_access_key, c.s3_secret_key)
+    started = SparkContext._active_spark_context is None
+    # s3a reads the keys from a 0600 profile file that the new JVM's environment names
+    # (ProfileCredentialsProvider): in no argument, no environment and not in the Hadoop
+    # configuration, which Spark broadcasts to every task. (Keys in the JVM's environment would
+    # not do: Spark copies AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY into that configuration.)
+    profile = settings.conf_dir / "s3a-credentials"
+    write_private(
+        profile,
+        f"[{S3A_PROFILE}]\naws_access_key_id = {c.s3_access_key}\n"
+        f"aws_secret_access_key = {c.s3_secret_key}\n",
+    )
+    names = {"AWS_CREDENTIAL_PROFILES_FILE": str(profile), "AWS_PROFILE": S3A_PROFILE}
+    with _in_environment(names):
+        spark = builder.getOrCreate()
+    if not started:  # a JVM that was already running may not have the profile's names
+        set_s3a_keys(spark, c.s3_access_key, c.s3_secret_key)
     return spark

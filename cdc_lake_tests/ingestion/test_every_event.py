@@ -34,6 +34,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from cdc_lake.defs.lake.assets import hudi_tables
+from cdc_lake.defs.lake.checks import table_checks
 from cdc_lake.lake.digest import compare_digests, source_digest
 from cdc_lake.lake.hudi import HudiTableConfig
 from cdc_lake.lake.ingest import IngestResult, RawSource, ingest_new_files, read_table
@@ -82,6 +83,14 @@ def refresh_customers(p: FaultPipeline) -> dict[str, Any]:
     assert result.success
     (mat,) = [e.materialization for e in result.get_asset_materialization_events()]
     return {k: v.value for k, v in mat.metadata.items()}
+
+
+def refresh_and_match_customers(p: FaultPipeline) -> dg.AssetCheckEvaluation:
+    _, matches, _ = table_checks[CUSTOMERS]
+    result = dg.materialize([hudi_tables[CUSTOMERS], matches], resources=p.resources,
+                            raise_on_error=False)  # fmt: skip
+    (check,) = [e for e in result.get_asset_check_evaluations() if e.check_name == "matches_source"]
+    return check
 
 
 def lake_customers(p: FaultPipeline, spark: SparkSession) -> dict[str, tuple]:
@@ -196,9 +205,15 @@ def test_toasted_values_and_truncates_reach_the_lake(pipeline: FaultPipeline, sp
         "DELETE FROM datalake.customers WHERE customer_id LIKE 'LEFT%%'",
         "ALTER PUBLICATION cdc_publication ADD TABLE datalake.customers")  # fmt: skip
     caught_up(p)
-    refresh_customers(p)
+    check = refresh_and_match_customers(p)
     lake, source = lake_customers(p, spark), source_customers(p)
     assert set(lake) - set(source) == {"LEFT1", "LEFT2"} and set(source) <= set(lake)
+    # matches_source names them, and the repair.
+    assert not check.passed and check.severity == dg.AssetCheckSeverity.ERROR
+    assert (
+        "2 row(s) the source no longer has: customer_id=LEFT1; customer_id=LEFT2. Repair: "
+        "`cdc-lake lake reconcile --table datalake.customers`" in (check.description or "")
+    ), check.description
     said: list[str] = []
     settings = p.stack.settings
     assert reconcile(settings, resources=p.resources, say=said.append, table=CUSTOMERS) == 0, said

@@ -416,27 +416,54 @@ def test_digest_matches_the_outbox_and_catches_a_stale_row(
             assert [lake_rows[oid][c] for c in JSON_COLUMNS] == texts, oid
 
     # Make one row stale: its shipped_date one day off, under the same key, ordered as newest.
+    # Delete another from the lake only (missing), and add one the source never had (extra),
+    # in another bucket.
     victim = min(oid for oid, r in lake_rows.items() if r["shipped_date"] is not None)
+    gone = max(oid for oid in lake_rows if oid % BUCKETS != victim % BUCKETS)
+    extra = gone + BUCKETS * 1000  # the same bucket as the missing row
     ordering = F.format_string("%015d%020d", F.col("cdc_source_ts_ms") + 1, F.col("cdc_lsn"))
-    stale = (
-        table.where(F.col("order_id") == victim)
-        .withColumn("shipped_date", F.date_add(F.col("shipped_date"), 1))
-        .withColumn("cdc_ordering", ordering)
+    newer = table.withColumn("cdc_ordering", ordering)
+    stale = newer.where(F.col("order_id") == victim).withColumn(
+        "shipped_date", F.date_add(F.col("shipped_date"), 1)
+    )
+    added = newer.where(F.col("order_id") == gone).withColumn("order_id", F.lit(extra))
+    written = (
+        stale.unionByName(added)
         .select(*lake_columns(), F.lit(False).alias("_hoodie_is_deleted"))
+        .unionByName(
+            newer.where(F.col("order_id") == gone).select(
+                *lake_columns(), F.lit(True).alias("_hoodie_is_deleted")
+            )
+        )
     )
     options = own["lake"].table_config().write_options()
-    stale.write.format("hudi").options(**options).mode("append").save(path)
+    written.write.format("hudi").options(**options).mode("append").save(path)
     assert read_table(spark, path).where(F.col("order_id") == victim).count() == 1
 
     result = dg.materialize([cdc_events_hudi, matches_source], resources=own, raise_on_error=False)
     lake_digest = _lake_digest(result)
     diff = compare_digests(source_digest(pg), lake_digest)
-    assert diff.content_buckets == (victim % BUCKETS,) and diff.key_buckets == ()
+    assert diff.content_buckets == (victim % BUCKETS,) and diff.key_buckets == (gone % BUCKETS,)
     assert lake_digest["rows"] == source["rows"]
     check = _checks(result)["matches_source"]
     assert not check.passed and check.severity == dg.AssetCheckSeverity.ERROR
-    meta = {k: v.value for k, v in check.metadata.items()}
-    assert (meta["key_differences"], meta["content_differences"]) == (0, 1)
+    meta: dict[str, Any] = {k: v.value for k, v in check.metadata.items()}
+    assert (meta["key_differences"], meta["content_differences"]) == (1, 1)
     bucket = str(victim % BUCKETS)
     n = source["digest"][bucket][0]
-    assert meta["sample_buckets"] == {bucket: {"kind": "content", "source_rows": n, "lake_rows": n}}
+    assert meta["sample_buckets"][bucket] == {"kind": "content", "source_rows": n, "lake_rows": n}
+
+    # The check names each row, its kind, the stale row's column, and each kind's repair.
+    rows = meta["differing_rows"]
+    assert rows["counts"] == {"missing": 1, "extra": 1, "stale": 1}
+    assert rows["keys"] == {"missing": [[str(gone)]], "extra": [[str(extra)]],
+                            "stale": [[str(victim)]]}  # fmt: skip
+    assert rows["columns"] == [[[str(victim)], ["shipped_date"]]]
+    text = check.description or ""
+    assert f"1 row(s) the lake lacks: order_id={gone}. Repair: `cdc-lake source resnapshot" in text
+    assert (
+        f"1 row(s) the source no longer has: order_id={extra}. Repair: `cdc-lake lake reconcile "
+        "--table datalake.cdc_events`" in text
+    )
+    assert f"1 row(s) stale in the lake: order_id={victim} (shipped_date)" in text
+    assert "in 2 differing bucket(s)" in text

@@ -29,8 +29,10 @@ from cdc_lake.defs.lake.assets import cdc_events_hudi
 from cdc_lake.defs.marts.assets import order_items
 from cdc_lake.lake.hudi import SESSION_CONF
 from cdc_lake.lake.ingest import read_table
+from cdc_lake.lake.schema import LakeSchema
 from cdc_lake.resources.lake_server import LocalServerSparkLauncher
 from cdc_lake.resources.spark import EmrStepLauncher, SparkLauncher
+from cdc_lake.spark_apps.params import DiffParams, DiffReport
 from cdc_lake.stack import LocalStack
 from cdc_lake.stack.lake_server import token_path
 from cdc_lake.stack.services import LakeServer
@@ -257,6 +259,27 @@ def test_emr_step_runs_the_same_job_and_reports_through_pipes(
     mat = again.get_asset_materialization_events()[0].materialization
     assert mat.metadata["commit_instant"].value == meta["commit_instant"]
     assert mat.metadata["new_commit"].value is False and meta["new_commit"] is True
+
+    # A check runs an app too (matches_source's diff): on EMR through its op's Pipes session,
+    # reporting by message. Against no source rows, both lake rows are extra.
+    s3.put_object(Bucket=s.lake_bucket, Key="emr-test/none.keys", Body=b"")
+    diff = DiffParams(resources["lake"].table_path, LakeSchema.from_json(meta["lake_schema"]),
+                      f"s3a://{s.lake_bucket}/emr-test/none.keys", 64, (1, 3))  # fmt: skip
+
+    @dg.asset_check(asset=HUDI_KEY)
+    def names_rows(context, spark_jobs: SparkLauncher) -> dg.AssetCheckResult:
+        # (context unannotated: this module's annotations are strings, which Dagster refuses)
+        found = spark_jobs.run(context, diff).metadata[DiffReport.DIFFERENCES].value
+        return dg.AssetCheckResult(passed=True, metadata={"found": dg.MetadataValue.json(found)})
+
+    with EmrSimulator(s, s3, REGION) as sim:
+        checked = dg.materialize([cdc_events_hudi, names_rows], resources=resources,
+                                 selection=dg.AssetSelection.checks(names_rows))  # fmt: skip
+    assert checked.success and [e.returncode for e in sim.executions] == [0]
+    (evaluation,) = checked.get_asset_check_evaluations()
+    found = evaluation.metadata["found"].value
+    assert found["counts"] == {"missing": 0, "extra": 2, "stale": 0}  # type: ignore[index]
+    assert found["keys"] == {"extra": [["1"], ["3"]]}  # type: ignore[index]
 
 
 class _CountingUploads:

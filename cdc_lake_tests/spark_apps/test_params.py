@@ -8,11 +8,11 @@ from dataclasses import MISSING, fields
 
 import pytest
 
-from cdc_lake.lake.schema import SourceColumn
+from cdc_lake.lake.schema import SourceColumn, initial
 from cdc_lake.resources.lake import LakeResource
 from cdc_lake.resources.streaming import CdcPipelineResource
 from cdc_lake.source.captured import CUSTOMERS, CapturedTable
-from cdc_lake.spark_apps.params import APPS, OrderItemsParams, UpsertParams
+from cdc_lake.spark_apps.params import APPS, DiffParams, OrderItemsParams, UpsertParams
 from cdc_lake.spark_apps.run import run_app
 
 
@@ -41,7 +41,14 @@ def test_the_parameters_survive_the_json_trip():
     assert upsert.quarantine_path == "s3a://lake/lake/customers_quarantine"
     items = LakeResource(lake_bucket="lake").order_items_params(rebuild=True)
     assert OrderItemsParams.from_json(json.loads(json.dumps(items.to_json()))) == items
-    assert set(APPS) == {"upsert", "order_items"}
+    schema = initial("datalake.order_details", ("order_id", "product_id"),
+                     [SourceColumn("order_id", "integer", False), SourceColumn("product_id",
+                      "integer", False), SourceColumn("quantity", "smallint")])  # fmt: skip
+    diff = DiffParams("s3a://lake/lake/order_details", schema, "s3a://lake/x.keys", 64, (3, 9))
+    assert DiffParams.from_json(json.loads(json.dumps(diff.to_json()))) == diff
+    assert set(APPS) == {"upsert", "order_items", "diff"}
+    # Only the diff app, which a check runs, reports without a materialization (entry.py).
+    assert {a for a, p in APPS.items() if not p.REPORTS_MATERIALIZATION} == {"diff"}
 
 
 def test_the_lake_resource_takes_the_apps_defaults():

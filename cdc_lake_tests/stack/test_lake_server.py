@@ -40,6 +40,12 @@ def test_the_lake_server_holds_no_secret_in_its_arguments_or_environment(local_s
         for where, text in ((f"{proc} argv", cmdlines[proc]), (f"{proc} environ", environ)):
             found = [n for n, v in {**secrets, "token": token}.items() if v in text]
             assert found == [], where
+    # s3a's keys are in a 0600 file, which the JVM's environment names.
+    environ = Path(f"/proc/{jvm}/environ").read_bytes().decode(errors="replace").split("\0")
+    named = "AWS_CREDENTIAL_PROFILES_FILE="
+    (profile,) = [e[len(named) :] for e in environ if e.startswith(named)]
+    assert stat.S_IMODE(Path(profile).stat().st_mode) == 0o600
+    assert s.credentials.s3_secret_key in Path(profile).read_text()
     assert stat.S_IMODE(token_path(s).stat().st_mode) == 0o600
     # The server and its JVM listen on loopback only.
     sockets = listening_sockets(pid) + listening_sockets(jvm)

@@ -16,6 +16,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from cdc_lake.stack import LocalStack
+from cdc_lake.stack.services import LakeServer
+from cdc_lake.stack.spark import PROFILE_PROVIDER
 
 LOOPBACK = {"127.0.0.1", "::ffff:127.0.0.1", "::1"}
 
@@ -93,6 +95,76 @@ def test_no_secret_in_the_arguments_of_the_stack_or_the_spark_jvm(local_stack: L
         if value in line
     ]
     assert leaks == []
+    # Nor in the Hadoop configuration, which Spark broadcasts: s3a read the 0600 profile file.
+    hadoop = spark.sparkContext._jsc.hadoopConfiguration()
+    assert hadoop.get("fs.s3a.access.key") is None and hadoop.get("fs.s3a.secret.key") is None
+    assert hadoop.get("fs.s3a.aws.credentials.provider") == PROFILE_PROVIDER
+
+
+def _py4j(port: int) -> str:
+    """py4j's answer to a command sent without its token."""
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+        sock.sendall(b"c\nt\ngetCallbackClient\ne\n")
+        try:
+            return sock.recv(200).decode(errors="replace").strip()
+        except TimeoutError:
+            return "timeout"
+
+
+def test_another_local_user_is_refused_by_every_spark_port(local_stack: LocalStack, spark):
+    """Every TCP port of the tests' JVM and of the lake server's, found from the system, tried
+    as a second Unix user: a block fetch by broadcast id and an RPC get Spark's demand for
+    authentication, a py4j command gets py4j's, and no other port is open. What Spark 3.5 still
+    serves without authentication is a stream of a jar it was given (public Maven jars; upstream
+    apache/spark#58612), never a file: the test names what was served."""
+    from cdc_lake_tests.second_user import as_user, attacker, open_blocks, spark_rpc, spark_stream
+
+    user = attacker()
+    server = local_stack.service("lake_server")
+    assert isinstance(server, LakeServer)
+    _hudi_write(spark, f"s3a://{local_stack.settings.lake_bucket}/tests/ports-{uuid.uuid4().hex}")
+    jvms = {"tests": jvm_pid(spark), "lake server": int(server.health()["jvm_pid"])}
+    ports = {name: sorted({p for _, p in listening_sockets(pid)}) for name, pid in jvms.items()}
+    given = Path(spark.sparkContext.getConf().get("spark.jars").split(",")[0])
+    assert given.is_relative_to(local_stack.settings.jars_dir)  # from Maven Central
+    jar = given.name
+
+    def probe() -> dict:
+        seen: dict = {}
+        for name, listed in ports.items():
+            for port in listed:
+                seen[f"{name}:{port}"] = {
+                    "blocks": sorted({spark_rpc(port, open_blocks([f"broadcast_{i}_piece0"]))
+                                      for i in range(10)}),  # fmt: skip
+                    "rpc": spark_rpc(port, b"\xac\xed\x00\x05"),
+                    "py4j": _py4j(port),
+                    "jar": spark_stream(port, f"/jars/{jar}"),
+                    "file": spark_stream(port, "/files/credentials.json"),
+                }
+        return seen
+
+    seen = as_user(user, probe)
+    assert "child_error" not in seen, seen
+    refused = "failure: java.lang.IllegalStateException: Expected SaslMessage"
+    kinds: dict[str, list[str]] = {}
+    for where, answers in seen.items():
+        blocks = answers["blocks"]
+        if blocks and all(a.startswith(refused) for a in blocks):
+            assert answers["rpc"].startswith(refused), (where, answers)
+            kinds.setdefault(where.split(":")[0], []).append("spark")
+        elif answers["py4j"].startswith("!xsAuthentication error"):
+            kinds.setdefault(where.split(":")[0], []).append("py4j")
+        else:
+            raise AssertionError(f"{where} is neither a Spark port that demands authentication "
+                                 f"nor py4j's: {answers}")  # fmt: skip
+        assert answers["file"] != "stream", (where, answers)
+    # The driver's RPC and its block manager, and py4j's gateway, in each JVM.
+    assert {k: sorted(v) for k, v in kinds.items()} == {
+        "tests": ["py4j", "spark", "spark"], "lake server": ["py4j", "spark", "spark"]
+    }, seen  # fmt: skip
+    # What may be served: the given jar, on a driver port (named in a failure's output).
+    served = sorted(w for w, a in seen.items() if a["jar"] == "stream")
+    assert len(served) <= 2, served
 
 
 def _hudi_write(spark, path: str) -> None:
