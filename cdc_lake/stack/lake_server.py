@@ -28,10 +28,10 @@ loads Hudi's classes under the same lock, so the first app does not pay for them
 Secrets: the server reads the stack's S3 keys from the state directory's credentials itself and
 hands them to the JVM it starts through a 0600 profile file that the JVM's environment names
 (``build_spark_session``: not through the Hadoop configuration, which Spark broadcasts) and to
-its boto3 client in memory; its argv holds the state directory only, no environment a secret. Its log (``logs/lake_server.log``)
-gets one line per request (app, outcome, seconds) and Spark's warnings; never parameters or
-reports. After each app the session's cached tables are dropped, so memory does not grow with
-the runs it served.
+its boto3 client in memory; its argv holds the state directory only, no environment a secret.
+Its log (``logs/lake_server.log``) gets one line per request (app, outcome, seconds) and
+Spark's warnings; never parameters or reports. After each app the session's cached tables are
+dropped, so memory does not grow with the runs it served.
 """
 
 from __future__ import annotations
