@@ -170,6 +170,14 @@ def build_spark_session(
     names = {"AWS_CREDENTIAL_PROFILES_FILE": str(profile), "AWS_PROFILE": S3A_PROFILE}
     with _in_environment(names):
         spark = builder.getOrCreate()
-    if not started:  # a JVM that was already running may not have the profile's names
+    jvm: Any = spark.sparkContext._jvm
+    named = jvm.java.lang.System.getenv("AWS_CREDENTIAL_PROFILES_FILE") if jvm else None
+    if not started and named != str(profile):
+        # A JVM started elsewhere, without the profile's names: only its Hadoop configuration
+        # can carry the keys.
         set_s3a_keys(spark, c.s3_access_key, c.s3_secret_key)
+    else:
+        spark.sparkContext._jsc.hadoopConfiguration().set(  # type: ignore[union-attr]
+            "fs.s3a.aws.credentials.provider", PROFILE_PROVIDER
+        )
     return spark
