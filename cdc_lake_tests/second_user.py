@@ -85,20 +85,27 @@ def _answer(sock: socket.socket) -> bytes | None:
     return data[8:]
 
 
-def spark_rpc(port: int, body: bytes, timeout_s: float = 5.0) -> str:
-    """What a Spark transport port answers an unauthenticated RpcRequest: "response" (served),
-    "failure: <the server's error>", "closed" or "timeout"."""
-    message = b"\x03" + struct.pack(">q", 1) + struct.pack(">i", len(body)) + body
+def _exchange(port: int, message: bytes, timeout_s: float) -> bytes | str:
+    """One frame sent to a Spark transport port: the answer's message, or "closed" or
+    "timeout"."""
     with socket.create_connection(("127.0.0.1", port), timeout=timeout_s) as s:
         s.sendall(_frame(message))
         try:
-            got = _answer(s)
+            got = _answer(s)  # a StreamResponse's frame is its header; the file follows it
         except TimeoutError:
             return "timeout"
         except OSError:
             return "closed"
-    if got is None:
-        return "closed"
+    return "closed" if got is None else got
+
+
+def spark_rpc(port: int, body: bytes, timeout_s: float = 5.0) -> str:
+    """What a Spark transport port answers an unauthenticated RpcRequest: "response" (served),
+    "failure: <the server's error>", "closed" or "timeout"."""
+    message = b"\x03" + struct.pack(">q", 1) + struct.pack(">i", len(body)) + body
+    got = _exchange(port, message, timeout_s)
+    if isinstance(got, str):
+        return got
     if got[0] == 4:
         return "response"
     if got[0] == 5:
@@ -110,14 +117,7 @@ def spark_rpc(port: int, body: bytes, timeout_s: float = 5.0) -> str:
 def spark_stream(port: int, stream_id: str, timeout_s: float = 5.0) -> str:
     """What a Spark transport port answers an unauthenticated StreamRequest: "stream" (served),
     "stream failure", "closed" or "timeout"."""
-    with socket.create_connection(("127.0.0.1", port), timeout=timeout_s) as s:
-        s.sendall(_frame(b"\x06" + _text(stream_id)))
-        try:
-            got = _answer(s)  # a StreamResponse's frame is its header; the file follows it
-        except TimeoutError:
-            return "timeout"
-        except OSError:
-            return "closed"
-    if got is None:
-        return "closed"
+    got = _exchange(port, b"\x06" + _text(stream_id), timeout_s)
+    if isinstance(got, str):
+        return got
     return {7: "stream", 8: "stream failure"}.get(got[0], f"type {got[0]}")

@@ -138,7 +138,6 @@ def build_spark_session(
     settings: StackSettings, app_name: str = "cdc-lake", extra: dict[str, str] | None = None
 ) -> SparkSession:
     """A local session on the stack, with the stack's S3 keys (see ``set_s3a_keys``)."""
-    from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
     if not settings.spark_jars():
@@ -156,7 +155,6 @@ def build_spark_session(
     for key, value in conf.items():
         builder = builder.config(key, value)
     c = settings.credentials
-    started = SparkContext._active_spark_context is None
     # s3a reads the keys from a 0600 profile file that the new JVM's environment names
     # (ProfileCredentialsProvider): in no argument, no environment and not in the Hadoop
     # configuration, which Spark broadcasts to every task. (Keys in the JVM's environment would
@@ -171,13 +169,8 @@ def build_spark_session(
     with _in_environment(names):
         spark = builder.getOrCreate()
     jvm: Any = spark.sparkContext._jvm
-    named = jvm.java.lang.System.getenv("AWS_CREDENTIAL_PROFILES_FILE") if jvm else None
-    if not started and named != str(profile):
-        # A JVM started elsewhere, without the profile's names: only its Hadoop configuration
-        # can carry the keys.
+    if jvm.java.lang.System.getenv("AWS_CREDENTIAL_PROFILES_FILE") != str(profile):
+        # A JVM that was running already, started without the profile's names: only its Hadoop
+        # configuration can carry the keys.
         set_s3a_keys(spark, c.s3_access_key, c.s3_secret_key)
-    else:
-        spark.sparkContext._jsc.hadoopConfiguration().set(  # type: ignore[union-attr]
-            "fs.s3a.aws.credentials.provider", PROFILE_PROVIDER
-        )
     return spark
