@@ -133,11 +133,17 @@ def test_another_local_user_is_refused_by_every_spark_port(local_stack: LocalSta
         seen: dict = {}
         for name, listed in ports.items():
             for port in listed:
+                blocks = set()
+                for i in range(10):  # a port that does not answer once will not answer again
+                    blocks.add(spark_rpc(port, open_blocks([f"broadcast_{i}_piece0"])))
+                    if "timeout" in blocks:
+                        break
+                rpc = spark_rpc(port, b"\xac\xed\x00\x05")
                 seen[f"{name}:{port}"] = {
-                    "blocks": sorted({spark_rpc(port, open_blocks([f"broadcast_{i}_piece0"]))
-                                      for i in range(10)}),  # fmt: skip
-                    "rpc": spark_rpc(port, b"\xac\xed\x00\x05"),
-                    "py4j": _py4j(port),
+                    "blocks": sorted(blocks),
+                    "rpc": rpc,
+                    # A Spark port waits for a whole frame: ask py4j's question elsewhere only.
+                    "py4j": "not asked" if rpc.startswith("failure") else _py4j(port),
                     "jar": spark_stream(port, f"/jars/{jar}"),
                     "file": spark_stream(port, "/files/credentials.json"),
                 }
