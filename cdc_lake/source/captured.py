@@ -52,7 +52,8 @@ def key_columns(key: str | Sequence[str]) -> tuple[str, ...]:
 class CapturedTable:
     source: str  # schema-qualified, as Debezium's table.include.list names it
     # The record key: one lake row per value. One column, or a tuple of them for a composite
-    # primary key (the source's primary key, in its order: ``source/preflight.py`` checks).
+    # key: the source's primary key, or a unique index on NOT NULL columns where it has none
+    # (``source/row_key.py`` checks). Debezium keys the table's records by it.
     key: str | tuple[str, ...]
     ddl_file: str  # the file in sql/ whose CREATE TABLE declares it
     # A lake column of its own, the year of a source date column ("": none), and the table's

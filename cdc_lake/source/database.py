@@ -5,8 +5,9 @@
      they are), then the outbox table, its triggers and the publication, then Debezium's
      heartbeat and signal tables, which join the publication;
   2. each captured table (``cdc_lake/source/captured.py``: the outbox, the customers) is
-     checked first (``preflight.check_capturable``: it exists, and its primary key is its
-     declared key; else nothing is published), gets ``REPLICA IDENTITY FULL`` unless its
+     checked first (``preflight.check_capturable``: it exists, the source holds its
+     declared key unique, and its replica identity will carry that key; else nothing is
+     published), gets ``REPLICA IDENTITY FULL`` unless its
      declaration says ``replica_identity="default"`` (so an update that leaves a large TOASTed
      value alone still carries it), and joins the publication if it is not in it yet;
   3. the replication role gets only what Debezium needs: USAGE on the schema, SELECT on the

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from psycopg2.extensions import connection as PgConnection
 
 from cdc_lake.source.captured import CapturedTable
+from cdc_lake.source.row_key import refusal, unique_indexes
 
 OUTBOX_TABLE = "datalake.cdc_events"
 DEBEZIUM_TABLES = ("datalake.cdc_heartbeat", "datalake.debezium_signal")
@@ -129,14 +130,16 @@ def slot_lag(conn: PgConnection, slot: str) -> SlotLag | None:
 
 
 def check_capturable(conn: PgConnection, tables: Sequence[CapturedTable]) -> None:
-    """Each declared table exists and has a primary key on exactly its declared key columns;
-    else ``SourceNotReady`` naming the table and what to do, before anything is published.
+    """Each declared table exists, the source holds its declared key unique (its primary key,
+    or a unique index on ``NOT NULL`` columns), and its replica identity will carry that key in
+    every change (``cdc_lake/source/row_key.py``); else ``SourceNotReady`` naming the table and
+    what to do, before anything is published.
 
     Why: PostgreSQL refuses every ``UPDATE`` and ``DELETE`` of a published table that has no
     replica identity (a table without a primary key has none by default), so publishing one
     would break the application's own writes; and Debezium skips such a table in snapshots.
-    A key that is not the primary key would let the lake keep one row per value of a column
-    the source does not hold unique."""
+    A key the source does not hold unique would let the lake keep one row per value of a
+    column that is not one row's."""
     for table in tables:
         schema, _, name = table.source.rpartition(".")
         with conn.cursor() as cur:
@@ -147,38 +150,13 @@ def check_capturable(conn: PgConnection, tables: Sequence[CapturedTable]) -> Non
                 (schema, name),
             )
             found = cur.fetchone()
-            if found is None:
-                conn.commit()
-                raise SourceNotReady(
-                    f"{table.source} is declared in cdc_lake/source/captured.py but the source "
-                    "has no such table. Fix: create it (sql/ or your own migration), or remove "
-                    "its declaration."
-                )
-            cur.execute(
-                "SELECT array_agg(a.attname::text ORDER BY k.ord) FROM pg_index i"
-                " CROSS JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, ord)"
-                " JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum"
-                " WHERE i.indrelid = %s AND i.indisprimary",
-                (found[0],),
-            )
-            row = cur.fetchone()
         conn.commit()
-        primary: tuple[str, ...] = tuple(row[0]) if row and row[0] else ()
-        declared = table.keys
-        if not primary:
+        if found is None:
             raise SourceNotReady(
-                f"{table.source} has no primary key, so it cannot be captured: published, "
-                "every UPDATE and DELETE of it would fail in PostgreSQL (no replica identity), "
-                "and Debezium skips it in snapshots. Nothing was published. Fix: add one on "
-                f"its declared key, ALTER TABLE {table.source} ADD PRIMARY KEY "
-                f"({', '.join(declared)}); or, if another unique key identifies a row, declare "
-                "that key and make it the primary key (cdc_lake/source/captured.py)."
+                f"{table.source} is declared in cdc_lake/source/captured.py but the source "
+                "has no such table. Fix: create it (sql/ or your own migration), or remove "
+                "its declaration."
             )
-        if sorted(primary) != sorted(declared):
-            raise SourceNotReady(
-                f"{table.source} is declared with key ({', '.join(declared)}) but its primary "
-                f"key is ({', '.join(primary)}): the lake keeps one row per value of its key, "
-                "so the two must be the same. Nothing was published. Fix: declare key="
-                f"{(primary[0] if len(primary) == 1 else primary)!r} in "
-                "cdc_lake/source/captured.py, or change the primary key."
-            )
+        why = refusal(table, unique_indexes(conn, found[0]), found[1])
+        if why is not None:
+            raise SourceNotReady(why)

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -53,6 +53,15 @@ def topic_name(topic_prefix: str, table: CapturedTable = OUTBOX) -> str:
     """Debezium's topic for a captured table: ``<prefix>.<schema>.<table>``, e.g.
     ``cdc.datalake.cdc_events`` for the outbox."""
     return f"{topic_prefix}.{table.source}"
+
+
+def message_key_columns(tables: Sequence[CapturedTable]) -> str:
+    """Debezium's ``message.key.columns`` for ``tables``: each one's declared key,
+    ``<schema>.<table>:<column>,...;...``. Every record's Kafka key is then its declared key,
+    whether the source holds it as the primary key or as a unique index (a table without a
+    primary key would otherwise get no key: its changes spread over the partitions, and
+    incremental snapshots skip it)."""
+    return ";".join(f"{t.source}:{','.join(t.keys)}" for t in tables)
 
 
 def connector_names(topic_prefix: str) -> tuple[str, str]:
@@ -148,6 +157,7 @@ class CdcConnectorSettings:
                 "pg_database": self.pg_database,
                 "topic_prefix": self.topic_prefix,
                 "tables": ",".join(t.source for t in self.tables),
+                "key_columns": message_key_columns(self.tables),
                 "heartbeat_interval_ms": self.heartbeat_interval_ms,
                 "unavailable_value": UNAVAILABLE_VALUE,
             },

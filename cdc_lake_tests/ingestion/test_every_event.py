@@ -16,7 +16,11 @@ Debezium, Kafka, the S3 sink, Spark with Hudi), on a pipeline of its own (the fa
    this test only and added to the running pipeline as a user adds a table, through the random
    workload: the lake equals the source row by row and by the digest, and a replay changes
    nothing;
-5. ``TRUNCATE ... CASCADE`` of two captured tables at once (the customers and the outbox, and so
+5. a table without a primary key, keyed by a unique index on a ``NOT NULL`` column (declared
+   here only, like the order details): Debezium keys its records by it (``message.key.columns``),
+   the incremental snapshot sends it, and a change of the key moves the row: the lake equals the
+   source, and the application's writes to the published table go on working;
+6. ``TRUNCATE ... CASCADE`` of two captured tables at once (the customers and the outbox, and so
    the order details), then a new customer and a new order: each lake holds exactly what its
    source holds.
 """
@@ -24,13 +28,16 @@ Debezium, Kafka, the S3 sink, Spark with Hudi), on a pipeline of its own (the fa
 from __future__ import annotations
 
 import contextlib
+import json
 import secrets
+import time
 from collections.abc import Iterator
 from typing import Any
 
 import dagster as dg
 import psycopg2
 import pytest
+from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 from pyspark.sql import SparkSession
 
 from cdc_lake.defs.lake.assets import hudi_tables
@@ -46,7 +53,7 @@ from cdc_lake.repair import reconcile
 from cdc_lake.source.captured import CUSTOMERS, UNAVAILABLE_VALUE, CapturedTable
 from cdc_lake.stack import LocalStack
 from cdc_lake.streaming.connect_config import topic_name
-from cdc_lake.streaming.topics import wait_for_consumer
+from cdc_lake.streaming.topics import end_offsets, wait_for_consumer
 from cdc_lake_tests.faults.harness import FaultPipeline
 from cdc_lake_tests.ingestion.helpers import raw_events
 
@@ -55,6 +62,8 @@ ORDER_DETAILS = CapturedTable(
     source="datalake.order_details", key=("order_id", "product_id"), ddl_file="001_northwind.sql"
 )
 DETAIL_COLUMNS = ("order_id", "product_id", "unit_price", "quantity", "discount")
+# A table without a primary key: its key is a unique index (source/row_key.py).
+AUDIT_LOG = CapturedTable(source="datalake.audit_log", key="entry", ddl_file="")
 
 
 @pytest.fixture
@@ -104,23 +113,60 @@ def source_customers(p: FaultPipeline) -> dict[str, tuple]:
     return {r[0]: tuple(r[1:]) for r in rows}
 
 
-def details_table(p: FaultPipeline) -> tuple[RawSource, HudiTableConfig]:
-    topic = p.cdc.topic_of(ORDER_DETAILS)
-    base = f"s3a://{p.lake.lake_bucket}/faults/every-event/order_details"
+def details_table(
+    p: FaultPipeline, declared: CapturedTable = ORDER_DETAILS
+) -> tuple[RawSource, HudiTableConfig]:
+    topic = p.cdc.topic_of(declared)
+    base = f"s3a://{p.lake.lake_bucket}/faults/every-event/{declared.name}"
     return RawSource(p.cdc.raw_bucket, p.cdc.raw_prefix, topic), HudiTableConfig(
-        base_path=base, table_name=ORDER_DETAILS.name, partition_field=""
+        base_path=base, table_name=declared.name, partition_field=""
     )
 
 
-def refresh_details(p: FaultPipeline, spark: SparkSession, **kw: Any) -> IngestResult:
-    """The upsert of the order details' new raw files, as the Hudi asset runs it."""
-    wait_for_consumer(p.kafka_conf, p.cdc.sink_consumer_group, p.cdc.topic_of(ORDER_DETAILS), 120)
-    source, table = details_table(p)
+def refresh_details(
+    p: FaultPipeline, spark: SparkSession, declared: CapturedTable = ORDER_DETAILS, **kw: Any
+) -> IngestResult:
+    """The upsert of a table's new raw files (the order details' by default), as the Hudi
+    asset runs it."""
+    wait_for_consumer(p.kafka_conf, p.cdc.sink_consumer_group, p.cdc.topic_of(declared), 120)
+    source, table = details_table(p, declared)
     with connected(p) as conn:
-        columns = columns_from_catalog(conn, ORDER_DETAILS.source)
+        columns = columns_from_catalog(conn, declared.source)
     return ingest_new_files(
-        spark, p.s3, source, table, source_columns=columns, captured=ORDER_DETAILS, **kw
+        spark, p.s3, source, table, source_columns=columns, captured=declared, **kw
     )
+
+
+def record_keys(p: FaultPipeline, topic: str) -> list[Any]:
+    """The Kafka key of every record in ``topic``, as JSON (``None`` for a record without)."""
+    ends = end_offsets(p.kafka_conf, topic)
+    consumer = Consumer({**p.kafka_conf, "group.id": f"keys-{secrets.token_hex(4)}",
+                         "enable.auto.commit": False})  # fmt: skip
+    try:
+        consumer.assign([TopicPartition(topic, n, OFFSET_BEGINNING) for n in ends])
+        keys: list[Any] = []
+        deadline = time.monotonic() + 60
+        while len(keys) < sum(ends.values()) and time.monotonic() < deadline:
+            message = consumer.poll(1.0)
+            if message is not None and message.error() is None:
+                key = message.key()
+                keys.append(None if key is None else json.loads(key))
+        return keys
+    finally:
+        consumer.close()
+
+
+def audit_match(p: FaultPipeline, spark: SparkSession, result: IngestResult) -> None:
+    """The lake's audit log equals the source's, row by row and by the digest."""
+    _, table = details_table(p, AUDIT_LOG)
+    source = dict(sql(p, "SELECT entry, msg FROM datalake.audit_log"))
+    rows = live_rows(read_table(spark, table.base_path)).select("entry", "msg").collect()
+    assert {r[0]: r[1] for r in rows} == source and len(rows) == len(source)
+    state = evaluate(spark, table, None, schema=result.schema)
+    assert state is not None and state.duplicated_keys == 0
+    with connected(p) as conn:
+        diff = compare_digests(source_digest(conn, schema=result.schema), state.digest)
+    assert diff.equal, diff
 
 
 @contextlib.contextmanager
@@ -254,7 +300,29 @@ def test_toasted_values_and_truncates_reach_the_lake(pipeline: FaultPipeline, sp
     assert reconciled.reconciled_rows == 1
     details_match(p, spark, reconciled)
 
-    # 5. One TRUNCATE of both captured tables (and, by CASCADE, the orders), then new rows.
+    # 5. No primary key: a unique index on a NOT NULL column is the key.
+    sql(p, "CREATE TABLE datalake.audit_log (entry int NOT NULL, msg text)",
+        "CREATE UNIQUE INDEX audit_log_entry ON datalake.audit_log (entry)",
+        "INSERT INTO datalake.audit_log "
+        "SELECT n, 'entry ' || n FROM generate_series(1, 40) n")  # fmt: skip
+    p.capture_more([ORDER_DETAILS, AUDIT_LOG])  # its incremental snapshot chunks by the key
+    (identity,) = sql(p, "SELECT relreplident FROM pg_class "
+                         "WHERE oid = 'datalake.audit_log'::regclass")  # fmt: skip
+    assert identity == ("f",)
+    audit_match(p, spark, refresh_details(p, spark, AUDIT_LOG))
+    sql(p, "UPDATE datalake.audit_log SET msg = 'changed' WHERE entry <= 5",
+        "UPDATE datalake.audit_log SET entry = 100 WHERE entry = 6",
+        "DELETE FROM datalake.audit_log WHERE entry IN (7, 8)",
+        "INSERT INTO datalake.audit_log VALUES (41, 'new')")  # fmt: skip
+    caught_up(p)
+    changed = refresh_details(p, spark, AUDIT_LOG)
+    assert changed.committed is not None and changed.committed.deletes == 3  # 7, 8 and 6
+    audit_match(p, spark, changed)
+    keys = record_keys(p, p.cdc.topic_of(AUDIT_LOG))
+    assert keys and all(k is None or set(k) == {"entry"} for k in keys)
+    assert {"entry": 100} in keys and {"entry": 6} in keys
+
+    # 6. One TRUNCATE of both captured tables (and, by CASCADE, the orders), then new rows.
     p.refresh()
     assert p.compare(spark).clean
     sql(p, "TRUNCATE datalake.customers, datalake.cdc_events CASCADE",

@@ -64,7 +64,8 @@ def test_a_table_without_its_key_as_primary_key_is_refused_before_publishing(
     with pytest.raises(SourceNotReady) as e:
         prepare_source(conn, role, scale=0.01, captured=(OUTBOX, audit))
     text = str(e.value)
-    assert "datalake.audit_log has no primary key" in text and "Nothing was published" in text
+    assert "datalake.audit_log has no primary key, nor a unique index" in text
+    assert "Nothing was published" in text
     assert "ALTER TABLE datalake.audit_log ADD PRIMARY KEY (id)" in text
     assert "datalake.audit_log" not in _published(conn)
     # The application's own writes still work: PostgreSQL refuses them on a published table
@@ -76,8 +77,12 @@ def test_a_table_without_its_key_as_primary_key_is_refused_before_publishing(
     conn.commit()
 
     other = CapturedTable(source="datalake.keyed", key="code", ddl_file="")
-    with pytest.raises(SourceNotReady, match=r"declared with key \(code\) but its primary key"):
+    nullable = r"index keyed_code_key on \(code\) may hold NULL.*ALTER COLUMN code SET NOT NULL"
+    with pytest.raises(SourceNotReady, match=nullable):
         prepare_source(conn, role, scale=0.01, captured=(OUTBOX, other))
+    msg = CapturedTable(source="datalake.keyed", key="msg", ddl_file="")
+    with pytest.raises(SourceNotReady, match=r"declared with key \(msg\) but its primary key"):
+        prepare_source(conn, role, scale=0.01, captured=(OUTBOX, msg))
     assert "datalake.keyed" not in _published(conn)
     missing = CapturedTable(source="datalake.nowhere", key="id", ddl_file="")
     with pytest.raises(SourceNotReady, match="datalake.nowhere is declared .* no such table"):
@@ -95,6 +100,45 @@ def test_a_table_without_its_key_as_primary_key_is_refused_before_publishing(
     )
     prepare_source(conn, role, scale=0.01, captured=(OUTBOX, details))
     assert "datalake.order_details" in _published(conn)
+
+
+def test_a_unique_index_on_not_null_columns_is_a_key_where_there_is_no_primary_key(
+    conn: Any, local_stack: LocalStack
+):
+    with conn.cursor() as cur:
+        cur.execute("CREATE TABLE datalake.audit_log (id int NOT NULL, msg text)")
+        cur.execute("CREATE UNIQUE INDEX audit_log_id ON datalake.audit_log (id)")
+        cur.execute("INSERT INTO datalake.audit_log VALUES (1, 'one'), (2, 'two')")
+    conn.commit()
+    role = local_stack.settings.replication_user
+    # Declared default and left DEFAULT: no replica identity, so refused, naming the fix.
+    left = CapturedTable(
+        source="datalake.audit_log", key="id", ddl_file="", replica_identity="default"
+    )
+    with pytest.raises(SourceNotReady) as e:
+        prepare_source(conn, role, scale=0.01, captured=(OUTBOX, left))
+    assert "REPLICA IDENTITY DEFAULT carries nothing" in str(e.value)
+    assert "ALTER TABLE datalake.audit_log REPLICA IDENTITY USING INDEX audit_log_id" in str(
+        e.value
+    )
+    assert "datalake.audit_log" not in _published(conn)
+    # The fix it names: then taken as it is.
+    with conn.cursor() as cur:
+        cur.execute("ALTER TABLE datalake.audit_log REPLICA IDENTITY USING INDEX audit_log_id")
+    conn.commit()
+    prepare_source(conn, role, scale=0.01, captured=(OUTBOX, left))
+    assert "datalake.audit_log" in _published(conn)
+    assert _identity(conn, "datalake.audit_log") == "i"
+    # Declared full (the default): the source asset sets FULL.
+    full = CapturedTable(source="datalake.audit_log", key="id", ddl_file="")
+    prepare_source(conn, role, scale=0.01, captured=(OUTBOX, full))
+    assert _identity(conn, "datalake.audit_log") == "f"
+    # Published, the application's writes go on working.
+    with conn.cursor() as cur:
+        cur.execute("UPDATE datalake.audit_log SET msg = 'changed' WHERE id = 1")
+        cur.execute("DELETE FROM datalake.audit_log WHERE id = 2")
+        assert cur.rowcount == 1
+    conn.commit()
 
 
 def test_replica_identity_follows_the_declaration(conn: Any):

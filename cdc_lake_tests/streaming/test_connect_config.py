@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
 from cdc_lake.resources.local import local_connector_settings
+from cdc_lake.source.captured import OUTBOX, CapturedTable
 from cdc_lake.stack import StackSettings
 from cdc_lake.streaming.connect_config import (
     CdcConnectorSettings,
@@ -79,3 +81,15 @@ def test_missing_and_unused_settings_are_errors(tmp_path):
         render_connector_config(template, {"x": 1})
     with pytest.raises(ConnectorConfigError, match=r"t.json: settings \['typo'\] are not used"):
         render_connector_config(template, {"x": 1, "y": 2, "typo": 3})
+
+
+def test_every_record_is_keyed_by_its_tables_declared_key(settings: CdcConnectorSettings):
+    log = CapturedTable(source="datalake.audit_log", key="id", ddl_file="")
+    details = CapturedTable(
+        source="datalake.order_details", key=("order_id", "product_id"), ddl_file=""
+    )
+    cfg = replace(settings, tables=(OUTBOX, log, details)).debezium()
+    assert cfg["message.key.columns"] == (
+        "datalake.cdc_events:order_id;datalake.audit_log:id;"
+        "datalake.order_details:order_id,product_id"
+    )
