@@ -10,8 +10,40 @@ import socket
 import struct
 import subprocess
 from collections.abc import Callable
+from pathlib import Path
 
 ATTACKER = "cdclake-attacker"
+
+
+def _address(hex_addr: str) -> str:
+    raw = bytes.fromhex(hex_addr)
+    if len(raw) == 4:
+        return socket.inet_ntop(socket.AF_INET, raw[::-1])
+    # /proc/net/tcp6: four 32-bit words, each in host (little-endian) order.
+    words = b"".join(raw[i : i + 4][::-1] for i in range(0, 16, 4))
+    return socket.inet_ntop(socket.AF_INET6, words)
+
+
+def listening_sockets(pid: int) -> list[tuple[str, int]]:
+    """(address, port) of every TCP socket the process listens on, from its fds and the
+    kernel's socket tables."""
+    inodes = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            target = os.readlink(fd)
+        except FileNotFoundError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[len("socket:[") : -1])
+    found = []
+    for table in ("tcp", "tcp6"):
+        for line in Path(f"/proc/{pid}/net/{table}").read_text().splitlines()[1:]:
+            fields = line.split()
+            local, state, inode = fields[1], fields[3], fields[9]
+            if state == "0A" and inode in inodes:  # 0A: LISTEN
+                addr, port = local.split(":")
+                found.append((_address(addr), int(port, 16)))
+    return found
 
 
 def as_user(user: str, probe: Callable[[], dict]) -> dict:
@@ -121,3 +153,65 @@ def spark_stream(port: int, stream_id: str, timeout_s: float = 5.0) -> str:
     if isinstance(got, str):
         return got
     return {7: "stream", 8: "stream failure"}.get(got[0], f"type {got[0]}")
+
+
+# Kafka's protocol: a request is its size (4 bytes), the API key and version (2 bytes each), a
+# correlation id (4), the client id (a 2-byte length and its bytes), then the body; a response
+# is its size, the correlation id, then the body.
+_METADATA, _SASL_HANDSHAKE, _SASL_AUTHENTICATE = 3, 17, 36
+
+
+def _kafka_request(api: int, version: int, body: bytes) -> bytes:
+    client = b"cdclake-attacker"
+    header = struct.pack(">hhih", api, version, 7, len(client)) + client
+    return struct.pack(">i", len(header) + len(body)) + header + body
+
+
+def _kafka_response(sock: socket.socket) -> bytes | None:
+    data = b""
+    while len(data) < 4 or len(data) < 4 + struct.unpack(">i", data[:4])[0]:
+        try:
+            chunk = sock.recv(65536)
+        except OSError:
+            return None
+        if not chunk:
+            return None
+        data += chunk
+    return data[8:]  # past the size and the correlation id
+
+
+def kafka_metadata(port: int, timeout_s: float = 5.0) -> str:
+    """What a Kafka listener answers a Metadata request (every topic) from a client that did
+    not authenticate: "served: <topic count> topics" or "closed"."""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout_s) as s:
+        s.sendall(_kafka_request(_METADATA, 0, struct.pack(">i", 0)))
+        got = _kafka_response(s)
+    if got is None:
+        return "closed"
+    (brokers,) = struct.unpack(">i", got[:4])
+    at = 4
+    for _ in range(brokers):  # node id, host, port
+        (n,) = struct.unpack(">h", got[at + 4 : at + 6])
+        at += 6 + n + 4
+    (topics,) = struct.unpack(">i", got[at : at + 4])
+    return f"served: {topics} topics"
+
+
+def kafka_login(port: int, user: str, password: str, timeout_s: float = 5.0) -> str:
+    """SASL/PLAIN on a Kafka listener: "authenticated", "refused: <error code>" (58: the
+    user or password is wrong), "no PLAIN" or "closed"."""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout_s) as s:
+        mechanism = b"PLAIN"
+        s.sendall(_kafka_request(_SASL_HANDSHAKE, 1, struct.pack(">h", 5) + mechanism))
+        got = _kafka_response(s)
+        if got is None:
+            return "closed"
+        if struct.unpack(">h", got[:2])[0] != 0:
+            return "no PLAIN"
+        token = b"\0" + user.encode() + b"\0" + password.encode()
+        s.sendall(_kafka_request(_SASL_AUTHENTICATE, 0, struct.pack(">i", len(token)) + token))
+        got = _kafka_response(s)
+    if got is None:
+        return "closed"
+    (error,) = struct.unpack(">h", got[:2])
+    return "authenticated" if error == 0 else f"refused: {error}"

@@ -2,7 +2,8 @@
 place another local user or a UI viewer could read it.
 
 Secrets: every value of ``credentials.json`` (PostgreSQL superuser, app and replication
-passwords, S3 keys, the Connect REST password) and of the resources' secret variables. Places:
+passwords, S3 keys, the Connect REST password, the Kafka users' passwords) and of the
+resources' secret variables. Places:
 - every file under the state directory (logs of every server and of Spark, the S3 data of the
   raw and lake buckets with Hudi's commit metadata, Kafka's logs including Connect's config,
   offset and status topics, PostgreSQL's data directory), except ``conf/`` and
@@ -62,7 +63,7 @@ def test_no_secret_anywhere_after_a_pipeline_run(
     s = local_stack.settings
     secrets = json.loads((s.state_dir / "credentials.json").read_text())
     secrets |= {f"env:{k}": v for k, v in secret_env.items()}
-    assert len(set(secrets.values())) == 6 and all(len(v) >= 16 for v in secrets.values())
+    assert len(set(secrets.values())) == 9 and all(len(v) >= 16 for v in secrets.values())
 
     # The scanner finds what is there: a secret planted in a file of a scanned tree.
     (tmp_path / "planted").mkdir()
@@ -122,7 +123,8 @@ def test_no_secret_anywhere_after_a_pipeline_run(
     assert stat.S_IMODE(s.conf_dir.stat().st_mode) == 0o700
     on_purpose = {Path(f) for f, _ in files_holding(s.conf_dir, secrets)}
     assert {p.name for p in on_purpose} == {
-        "s3proxy.conf", "connect-users.properties", "s3a-credentials"
+        "s3proxy.conf", "connect-users.properties", "s3a-credentials",
+        "kafka-server.properties", "connect-distributed.properties",
     }  # fmt: skip
     for path in on_purpose:
         assert stat.S_IMODE(path.stat().st_mode) == 0o600, path

@@ -112,7 +112,13 @@ def local_resources(
         "spark_jobs": local_spark_launcher(s, mode, pyspark, s3),
         "lake": LakeResource(**{"lake_bucket": s.lake_bucket, **(lake or {})}),
         "postgres": local_postgres(s, pipeline.pop("database", None)),
-        "kafka": KafkaResource(bootstrap_servers=s.kafka_bootstrap),
+        "kafka": KafkaResource(
+            bootstrap_servers=s.kafka_bootstrap,
+            security_protocol="SASL_PLAINTEXT",
+            sasl_mechanism="PLAIN",
+            sasl_username=s.kafka_user,
+            sasl_password=dg.EnvVar("CDC_LAKE_KAFKA_PASSWORD"),
+        ),
         "kafka_connect": KafkaConnectResource(
             url=s.connect_url,
             user=s.connect_user,

@@ -24,7 +24,8 @@ from cdc_lake.streaming.msk.settings import MskConnectSettings
 
 
 class KafkaResource(dg.ConfigurableResource):
-    """Kafka client settings, passed through to librdkafka.
+    """Kafka client settings, passed through to librdkafka. The local stack's broker takes
+    SASL/PLAIN (``sasl_username``, ``sasl_password``).
 
     ``msk_iam_region`` set: SASL_SSL with OAUTHBEARER tokens signed for MSK IAM auth by AWS's
     ``aws-msk-iam-sasl-signer-python`` from the default credential chain (the instance or task
@@ -33,6 +34,9 @@ class KafkaResource(dg.ConfigurableResource):
     bootstrap_servers: str
     security_protocol: str = "PLAINTEXT"
     sasl_mechanism: str | None = None
+    # SASL/PLAIN or SCRAM: the user, and its password (an EnvVar, read when a run starts).
+    sasl_username: str | None = None
+    sasl_password: str | None = None
     msk_iam_region: str | None = None
 
     def client_conf(self) -> dict[str, Any]:
@@ -42,6 +46,11 @@ class KafkaResource(dg.ConfigurableResource):
         }
         if self.sasl_mechanism:
             conf["sasl.mechanism"] = self.sasl_mechanism
+        if self.sasl_username:
+            password = self.sasl_password
+            if isinstance(password, dg.EnvVar):  # used outside a run (tests, scripts)
+                password = password.get_value()
+            conf |= {"sasl.username": self.sasl_username, "sasl.password": password or ""}
         if self.msk_iam_region:
             region = self.msk_iam_region
 

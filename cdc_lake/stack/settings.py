@@ -7,7 +7,12 @@ second stack, such as the test suite's, can run beside a developer's without cla
 Credentials are never written in code or committed config: on first use they are generated at
 random and kept in ``<state>/credentials.json`` (mode 0600). ``CDC_LAKE_PG_PASSWORD``,
 ``CDC_LAKE_REPLICATION_PASSWORD``, ``CDC_LAKE_S3_ACCESS_KEY``, ``CDC_LAKE_S3_SECRET_KEY`` and
-``CDC_LAKE_CONNECT_PASSWORD`` (the Kafka Connect REST API's basic auth) override them.
+``CDC_LAKE_CONNECT_PASSWORD`` (the Kafka Connect REST API's basic auth) and
+``CDC_LAKE_KAFKA_PASSWORD`` (the Dagster side's Kafka user) override them.
+
+Kafka takes SASL/PLAIN on both its listeners: three users, each with a password of its own, kept
+in the broker's 0600 properties file. ``broker`` is the broker itself (to its controller, and
+its tools), ``connect`` the Connect worker, ``dagster`` the Dagster side and the tests.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ import os
 import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from cdc_lake.stack.process import write_private
 from cdc_lake.streaming.connect_config import CdcConnectorSettings
@@ -54,6 +60,9 @@ class Credentials:
     s3_access_key: str
     s3_secret_key: str
     connect_password: str
+    kafka_broker_password: str
+    kafka_connect_password: str
+    kafka_password: str  # the Dagster side's
 
     @staticmethod
     def load_or_create(path: Path) -> Credentials:
@@ -68,6 +77,11 @@ class Credentials:
             "s3_access_key": stored.get("s3_access_key") or "cdclake" + secrets.token_hex(6),
             "s3_secret_key": stored.get("s3_secret_key") or secrets.token_urlsafe(24),
             "connect_password": stored.get("connect_password") or secrets.token_urlsafe(18),
+            "kafka_broker_password": stored.get("kafka_broker_password")
+            or secrets.token_urlsafe(18),
+            "kafka_connect_password": stored.get("kafka_connect_password")
+            or secrets.token_urlsafe(18),
+            "kafka_password": stored.get("kafka_password") or secrets.token_urlsafe(18),
         }
         if fresh != stored:
             write_private(path, json.dumps(fresh, indent=2))
@@ -77,6 +91,7 @@ class Credentials:
             "s3_access_key": os.environ.get("CDC_LAKE_S3_ACCESS_KEY"),
             "s3_secret_key": os.environ.get("CDC_LAKE_S3_SECRET_KEY"),
             "connect_password": os.environ.get("CDC_LAKE_CONNECT_PASSWORD"),
+            "kafka_password": os.environ.get("CDC_LAKE_KAFKA_PASSWORD"),
         }
         fresh.update({k: v for k, v in env.items() if v})
         return Credentials(**fresh)
@@ -94,6 +109,10 @@ class StackSettings:
     pg_user: str = "cdc_lake"
     replication_user: str = "cdc_replicator"
     connect_user: str = "cdc_lake"  # the Connect REST API's one basic-auth user
+    # Kafka's SASL/PLAIN users (module docstring).
+    kafka_broker_user: str = "broker"
+    kafka_connect_user: str = "connect"
+    kafka_user: str = "dagster"
     raw_bucket: str = "cdc-raw"
     lake_bucket: str = "cdc-lake"
     region: str = CdcConnectorSettings.region  # declared once, with the connectors' settings
@@ -136,6 +155,28 @@ class StackSettings:
     def connect_auth(self) -> tuple[str, str]:
         """User and password of the Connect REST API's basic auth."""
         return self.connect_user, self.credentials.connect_password
+
+    @property
+    def kafka_users(self) -> dict[str, str]:
+        """Kafka's SASL/PLAIN users and their passwords: the broker's, Connect's, Dagster's."""
+        c = self.credentials
+        return {
+            self.kafka_broker_user: c.kafka_broker_password,
+            self.kafka_connect_user: c.kafka_connect_password,
+            self.kafka_user: c.kafka_password,
+        }
+
+    def kafka_client_conf(self, user: str | None = None) -> dict[str, Any]:
+        """librdkafka settings for ``user`` (Dagster's by default): SASL/PLAIN on the broker's
+        listener. The password is in the returned dict: for a client, never for a log."""
+        name = user or self.kafka_user
+        return {
+            "bootstrap.servers": self.kafka_bootstrap,
+            "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanism": "PLAIN",
+            "sasl.username": name,
+            "sasl.password": self.kafka_users[name],
+        }
 
     @property
     def s3_endpoint(self) -> str:
@@ -200,6 +241,7 @@ def local_secret_env(settings: StackSettings) -> dict[str, str]:
         "CDC_LAKE_S3_ACCESS_KEY": c.s3_access_key,
         "CDC_LAKE_S3_SECRET_KEY": c.s3_secret_key,
         "CDC_LAKE_CONNECT_PASSWORD": c.connect_password,
+        "CDC_LAKE_KAFKA_PASSWORD": c.kafka_password,
         # Read by Spark's s3a (EnvironmentVariableCredentialsProvider) in the JVM.
         "AWS_ACCESS_KEY_ID": c.s3_access_key,
         "AWS_SECRET_ACCESS_KEY": c.s3_secret_key,

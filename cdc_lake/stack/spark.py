@@ -58,6 +58,13 @@ RETAINED = {
 SIMPLE_PROVIDER = "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider"
 ENV_PROVIDER = "com.amazonaws.auth.EnvironmentVariableCredentialsProvider"
 PROFILE_PROVIDER = "com.amazonaws.auth.profile.ProfileCredentialsProvider"
+# A local session's s3a tries the JVM's environment first (a JVM started with AWS_* keys, as an
+# in-process Spark may be), then the 0600 profile file that ``build_spark_session`` names. The
+# first fails cleanly when the variables are absent, so the chain moves on to the second.
+LOCAL_PROVIDERS = f"{ENV_PROVIDER},{PROFILE_PROVIDER}"
+# The variables Spark copies into the Hadoop configuration (and so into what it broadcasts)
+# when the JVM starts with them: ``build_spark_session`` starts its JVM without them.
+AWS_KEY_VARIABLES = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN")
 S3A_PROFILE = "cdc-lake"
 
 
@@ -100,7 +107,7 @@ def spark_conf(settings: StackSettings, shuffle_partitions: int = 4) -> dict[str
         "spark.driver.extraJavaOptions": " ".join(DRIVER_JAVA_OPTIONS),
         **RETAINED,
         **SESSION_CONF,
-        **s3a_conf(settings.s3_endpoint, settings.region),
+        **s3a_conf(settings.s3_endpoint, settings.region, LOCAL_PROVIDERS),
     }
 
 
@@ -119,10 +126,12 @@ def set_s3a_keys(spark: SparkSession, access_key: str, secret_key: str) -> None:
 
 
 @contextmanager
-def _in_environment(values: dict[str, str]) -> Iterator[None]:
-    """``values`` in this process's environment while the block runs (a JVM started in it
-    inherits them), as they were afterwards."""
-    saved = {k: os.environ.get(k) for k in values}
+def _in_environment(values: dict[str, str], without: tuple[str, ...] = ()) -> Iterator[None]:
+    """``values`` in this process's environment, and the variables ``without`` out of it, while
+    the block runs (a JVM started in it inherits that), as they were afterwards."""
+    saved = {k: os.environ.get(k) for k in (*values, *without)}
+    for k in without:
+        os.environ.pop(k, None)
     os.environ.update(values)
     try:
         yield
@@ -146,11 +155,7 @@ def build_spark_session(
             "Fix: run `cdc-lake stack install`."
         )
     settings.state_dir.mkdir(parents=True, exist_ok=True)
-    conf = {
-        **spark_conf(settings),
-        "spark.hadoop.fs.s3a.aws.credentials.provider": PROFILE_PROVIDER,
-        **(extra or {}),
-    }
+    conf = {**spark_conf(settings), **(extra or {})}
     builder = SparkSession.Builder().appName(app_name)
     for key, value in conf.items():
         builder = builder.config(key, value)
@@ -158,7 +163,8 @@ def build_spark_session(
     # s3a reads the keys from a 0600 profile file that the new JVM's environment names
     # (ProfileCredentialsProvider): in no argument, no environment and not in the Hadoop
     # configuration, which Spark broadcasts to every task. (Keys in the JVM's environment would
-    # not do: Spark copies AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY into that configuration.)
+    # not do: Spark copies AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY into that configuration;
+    # so the JVM starts without them, even where this process has them, as the tests do.)
     profile = settings.conf_dir / "s3a-credentials"
     write_private(
         profile,
@@ -166,7 +172,7 @@ def build_spark_session(
         f"aws_secret_access_key = {c.s3_secret_key}\n",
     )
     names = {"AWS_CREDENTIAL_PROFILES_FILE": str(profile), "AWS_PROFILE": S3A_PROFILE}
-    with _in_environment(names):
+    with _in_environment(names, without=AWS_KEY_VARIABLES):
         spark = builder.getOrCreate()
     jvm: Any = spark.sparkContext._jvm
     if jvm.java.lang.System.getenv("AWS_CREDENTIAL_PROFILES_FILE") != str(profile):

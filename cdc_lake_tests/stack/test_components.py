@@ -6,8 +6,6 @@ import json
 import uuid
 
 import psycopg2
-from confluent_kafka import Consumer, Producer
-from confluent_kafka.admin import AdminClient, NewTopic  # pyright: ignore[reportPrivateImportUsage]
 
 from cdc_lake.stack import LocalStack
 from cdc_lake.stack.services import S3Proxy
@@ -46,40 +44,6 @@ def test_postgres_is_logical_and_has_app_and_replication_users(local_stack: Loca
             assert cur.fetchone() == (False,)
     finally:
         repl.close()
-
-
-def test_kafka_produce_consume_round_trip(local_stack: LocalStack):
-    bootstrap = local_stack.settings.kafka_bootstrap
-    topic = f"roundtrip-{uuid.uuid4().hex[:8]}"
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.create_topics([NewTopic(topic, num_partitions=2, replication_factor=1)])[topic].result(30)
-    producer = Producer({"bootstrap.servers": bootstrap})
-    sent = {f"k{i}": json.dumps({"n": i}) for i in range(50)}
-    for key, value in sent.items():
-        producer.produce(topic, key=key, value=value)
-    assert producer.flush(30) == 0
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": f"g-{topic}",
-            "auto.offset.reset": "earliest",
-        }
-    )
-    consumer.subscribe([topic])
-    got: dict[str, str] = {}
-    try:
-        for _ in range(120):
-            msg = consumer.poll(0.5)
-            if msg is None or msg.error():
-                continue
-            key, value = msg.key(), msg.value()
-            assert key is not None and value is not None
-            got[key.decode()] = value.decode()
-            if len(got) == len(sent):
-                break
-    finally:
-        consumer.close()
-    assert got == sent
 
 
 def test_connect_lists_debezium_and_s3_sink(local_stack: LocalStack):

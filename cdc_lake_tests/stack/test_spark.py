@@ -17,7 +17,8 @@ from pathlib import Path
 
 from cdc_lake.stack import LocalStack
 from cdc_lake.stack.services import LakeServer
-from cdc_lake.stack.spark import PROFILE_PROVIDER
+from cdc_lake.stack.spark import LOCAL_PROVIDERS, PROFILE_PROVIDER
+from cdc_lake_tests.second_user import listening_sockets
 
 LOOPBACK = {"127.0.0.1", "::ffff:127.0.0.1", "::1"}
 
@@ -43,37 +44,6 @@ def jvm_pid(spark) -> int:
     return int(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())
 
 
-def _address(hex_addr: str) -> str:
-    raw = bytes.fromhex(hex_addr)
-    if len(raw) == 4:
-        return socket.inet_ntop(socket.AF_INET, raw[::-1])
-    # /proc/net/tcp6: four 32-bit words, each in host (little-endian) order.
-    words = b"".join(raw[i : i + 4][::-1] for i in range(0, 16, 4))
-    return socket.inet_ntop(socket.AF_INET6, words)
-
-
-def listening_sockets(pid: int) -> list[tuple[str, int]]:
-    """(address, port) of every TCP socket the process listens on, from its fds and the
-    kernel's socket tables."""
-    inodes = set()
-    for fd in Path(f"/proc/{pid}/fd").iterdir():
-        try:
-            target = os.readlink(fd)
-        except FileNotFoundError:
-            continue
-        if target.startswith("socket:["):
-            inodes.add(target[len("socket:[") : -1])
-    found = []
-    for table in ("tcp", "tcp6"):
-        for line in Path(f"/proc/{pid}/net/{table}").read_text().splitlines()[1:]:
-            fields = line.split()
-            local, state, inode = fields[1], fields[3], fields[9]
-            if state == "0A" and inode in inodes:  # 0A: LISTEN
-                addr, port = local.split(":")
-                found.append((_address(addr), int(port, 16)))
-    return found
-
-
 def test_no_secret_in_the_arguments_of_the_stack_or_the_spark_jvm(local_stack: LocalStack, spark):
     # The session reaches S3 with the stack's keys, though no process was given them as an
     # argument; the scan covers every process on the machine.
@@ -82,7 +52,7 @@ def test_no_secret_in_the_arguments_of_the_stack_or_the_spark_jvm(local_stack: L
     assert spark.read.parquet(path).count() == 3
 
     secrets = stack_secrets(local_stack)
-    assert len(secrets) == 6 and all(len(v) >= 16 for v in secrets.values())
+    assert len(secrets) == 9 and all(len(v) >= 16 for v in secrets.values())
     cmdlines = all_cmdlines()
     jvm = jvm_pid(spark)
     assert "org.apache.spark.deploy.SparkSubmit" in cmdlines[jvm]
@@ -98,7 +68,8 @@ def test_no_secret_in_the_arguments_of_the_stack_or_the_spark_jvm(local_stack: L
     # Nor in the Hadoop configuration, which Spark broadcasts: s3a read the 0600 profile file.
     hadoop = spark.sparkContext._jsc.hadoopConfiguration()
     assert hadoop.get("fs.s3a.access.key") is None and hadoop.get("fs.s3a.secret.key") is None
-    assert hadoop.get("fs.s3a.aws.credentials.provider") == PROFILE_PROVIDER
+    assert hadoop.get("fs.s3a.aws.credentials.provider") == LOCAL_PROVIDERS
+    assert LOCAL_PROVIDERS.endswith(PROFILE_PROVIDER)
 
 
 def _py4j(port: int) -> str:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from cdc_lake.stack.process import write_private
 from cdc_lake.stack.services.base import JavaService
+from cdc_lake.stack.services.kafka import plain_jaas
 from cdc_lake.streaming.connect_config import DEBEZIUM_TEMPLATE, connector_class
 
 
@@ -65,9 +66,20 @@ class KafkaConnect(JavaService):
             "};\n",
         )
         allow = "|".join(self.PROVIDER_ENV)
-        self.conf.write_text(
+        # The worker's own clients and its connectors' (producer., consumer., admin.) log in to
+        # Kafka as the Connect user; the file is 0600, as it holds that user's password.
+        kafka_user = self.s.kafka_connect_user
+        jaas = plain_jaas(kafka_user, self.s.kafka_users[kafka_user])
+        sasl = "".join(
+            f"{prefix}security.protocol=SASL_PLAINTEXT\n{prefix}sasl.mechanism=PLAIN\n"
+            f"{prefix}sasl.jaas.config={jaas}\n"
+            for prefix in ("", "producer.", "consumer.", "admin.")
+        )
+        write_private(
+            self.conf,
             f"bootstrap.servers={self.s.kafka_bootstrap}\n"
-            "group.id=cdc-lake-connect\n"
+            + sasl
+            + "group.id=cdc-lake-connect\n"
             f"listeners=http://{self.s.host}:{self.s.port('connect')}\n"
             f"rest.advertised.host.name={self.s.host}\n"
             f"rest.advertised.port={self.s.port('connect')}\n"
@@ -99,7 +111,7 @@ class KafkaConnect(JavaService):
             "config.providers=env\n"
             "config.providers.env.class="
             "org.apache.kafka.common.config.provider.EnvVarConfigProvider\n"
-            f"config.providers.env.param.allowlist.pattern=^({allow})$\n"
+            f"config.providers.env.param.allowlist.pattern=^({allow})$\n",
         )
 
     def jvm_options(self) -> list[str]:
