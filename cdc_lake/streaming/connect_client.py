@@ -63,11 +63,23 @@ def basic_auth_header(auth: tuple[str, str]) -> dict[str, str]:
     return {"Authorization": f"Basic {token}"}
 
 
+# What a worker answers while it cannot serve a request yet: a rebalance (409), a request its
+# herder did not finish in time (500, "Request timed out"), or not ready (503).
+TRANSIENT_STATUSES = (409, 500, 503)
+
+
 class ConnectClient:
-    def __init__(self, url: str, timeout_s: float = 15.0, auth: tuple[str, str] | None = None):
+    def __init__(
+        self,
+        url: str,
+        timeout_s: float = 15.0,
+        auth: tuple[str, str] | None = None,
+        transient_wait_s: float = 60.0,
+    ):
         self.url = url.rstrip("/")
         self.timeout_s = timeout_s
         self._auth = auth
+        self.transient_wait_s = transient_wait_s
 
     def request(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
         """One REST call: (HTTP status, decoded JSON body). Refused credentials raise."""
@@ -114,12 +126,23 @@ class ConnectClient:
         return self._ok("GET", "/connectors")
 
     def _get_or_none(self, name: str, what: str) -> Any:
-        status, payload = self.request("GET", f"/connectors/{urllib.parse.quote(name)}/{what}")
-        if status == 404:
-            return None
-        if status >= 400:
-            raise ConnectError(f"Kafka Connect: reading {name}'s {what} failed ({status})")
-        return payload
+        """A read of the connector's ``what``; None if there is no such connector. A read is
+        idempotent, so an answer that says "not now" (409 while the workers rebalance, 500 for
+        a request the herder timed out, 503) is asked again, for up to ``transient_wait_s``;
+        then, or on any other error, it raises with the worker's message."""
+        deadline = time.monotonic() + self.transient_wait_s
+        while True:
+            status, payload = self.request("GET", f"/connectors/{urllib.parse.quote(name)}/{what}")
+            if status == 404:
+                return None
+            if status < 400:
+                return payload
+            if status not in TRANSIENT_STATUSES or time.monotonic() >= deadline:
+                message = payload.get("message") if isinstance(payload, dict) else payload
+                raise ConnectError(
+                    f"Kafka Connect: reading {name}'s {what} failed ({status}): {message}"
+                )
+            time.sleep(1.0)
 
     def config(self, name: str) -> dict[str, str] | None:
         return self._get_or_none(name, "config")
