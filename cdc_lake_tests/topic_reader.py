@@ -13,14 +13,15 @@ from cdc_lake.streaming.topics import end_offsets, inspector
 
 
 def read_all(
-    conf: Mapping[str, Any], topic: str, timeout_s: float = 60.0
-) -> list[dict[str, Any] | None]:
-    """Every record of the topic as parsed JSON (None for tombstones), partition by partition.
-    Raises TimeoutError if the records up to the end offsets it saw first are not all read
-    within ``timeout_s``."""
+    conf: Mapping[str, Any], topic: str, timeout_s: float = 60.0, keys: bool = False
+) -> list[Any]:
+    """Every record of the topic as parsed JSON (None for tombstones), partition by partition;
+    with ``keys``, each record's key instead (None for a record without one). Raises
+    TimeoutError if the records up to the end offsets it saw first are not all read within
+    ``timeout_s``."""
     ends = end_offsets(conf, topic)
     consumer = inspector(conf)
-    out: list[dict[str, Any] | None] = []
+    out: list[Any] = []
     try:
         consumer.assign([TopicPartition(topic, p, 0) for p in ends])
         remaining = {p: e for p, e in ends.items() if e > 0}
@@ -29,7 +30,7 @@ def read_all(
             msg = consumer.poll(0.5)
             if msg is None or msg.error():
                 continue
-            value = msg.value()
+            value = msg.key() if keys else msg.value()
             out.append(json.loads(value) if value else None)
             part, offset = msg.partition(), msg.offset()
             if part is not None and offset is not None and offset + 1 >= remaining.get(part, 0):

@@ -30,7 +30,7 @@ from cdc_lake.resources.streaming import (
 )
 from cdc_lake.stack.lake_server import SERVICE as LAKE_SERVER
 from cdc_lake.stack.lake_server import token_path
-from cdc_lake.stack.settings import StackSettings
+from cdc_lake.stack.settings import KAFKA_SASL_MECHANISM, KAFKA_SECURITY_PROTOCOL, StackSettings
 from cdc_lake.stack.spark import spark_conf
 from cdc_lake.streaming.connect_config import CdcConnectorSettings
 
@@ -114,8 +114,8 @@ def local_resources(
         "postgres": local_postgres(s, pipeline.pop("database", None)),
         "kafka": KafkaResource(
             bootstrap_servers=s.kafka_bootstrap,
-            security_protocol="SASL_PLAINTEXT",
-            sasl_mechanism="PLAIN",
+            security_protocol=KAFKA_SECURITY_PROTOCOL,
+            sasl_mechanism=KAFKA_SASL_MECHANISM,
             sasl_username=s.kafka_user,
             sasl_password=dg.EnvVar("CDC_LAKE_KAFKA_PASSWORD"),
         ),

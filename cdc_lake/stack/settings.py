@@ -28,6 +28,9 @@ from cdc_lake.stack.process import write_private
 from cdc_lake.streaming.connect_config import CdcConnectorSettings
 
 DEFAULT_PORT_BASE = 15400
+# How every client of the stack's Kafka connects (module docstring): declared once, here.
+KAFKA_SECURITY_PROTOCOL = "SASL_PLAINTEXT"
+KAFKA_SASL_MECHANISM = "PLAIN"
 
 # Offsets from the port base; the last two digits echo each server's usual port.
 PORT_OFFSETS = {
@@ -172,8 +175,8 @@ class StackSettings:
         name = user or self.kafka_user
         return {
             "bootstrap.servers": self.kafka_bootstrap,
-            "security.protocol": "SASL_PLAINTEXT",
-            "sasl.mechanism": "PLAIN",
+            "security.protocol": KAFKA_SECURITY_PROTOCOL,
+            "sasl.mechanism": KAFKA_SASL_MECHANISM,
             "sasl.username": name,
             "sasl.password": self.kafka_users[name],
         }

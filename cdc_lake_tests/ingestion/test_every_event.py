@@ -28,16 +28,13 @@ Debezium, Kafka, the S3 sink, Spark with Hudi), on a pipeline of its own (the fa
 from __future__ import annotations
 
 import contextlib
-import json
 import secrets
-import time
 from collections.abc import Iterator
 from typing import Any
 
 import dagster as dg
 import psycopg2
 import pytest
-from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 from pyspark.sql import SparkSession
 
 from cdc_lake.defs.lake.assets import hudi_tables
@@ -53,9 +50,10 @@ from cdc_lake.repair import reconcile
 from cdc_lake.source.captured import CUSTOMERS, UNAVAILABLE_VALUE, CapturedTable
 from cdc_lake.stack import LocalStack
 from cdc_lake.streaming.connect_config import topic_name
-from cdc_lake.streaming.topics import end_offsets, wait_for_consumer
+from cdc_lake.streaming.topics import wait_for_consumer
 from cdc_lake_tests.faults.harness import FaultPipeline
 from cdc_lake_tests.ingestion.helpers import raw_events
+from cdc_lake_tests.topic_reader import read_all
 
 # A third table with a composite primary key, declared here only: nothing else names it.
 ORDER_DETAILS = CapturedTable(
@@ -135,25 +133,6 @@ def refresh_details(
     return ingest_new_files(
         spark, p.s3, source, table, source_columns=columns, captured=declared, **kw
     )
-
-
-def record_keys(p: FaultPipeline, topic: str) -> list[Any]:
-    """The Kafka key of every record in ``topic``, as JSON (``None`` for a record without)."""
-    ends = end_offsets(p.kafka_conf, topic)
-    consumer = Consumer({**p.kafka_conf, "group.id": f"keys-{secrets.token_hex(4)}",
-                         "enable.auto.commit": False})  # fmt: skip
-    try:
-        consumer.assign([TopicPartition(topic, n, OFFSET_BEGINNING) for n in ends])
-        keys: list[Any] = []
-        deadline = time.monotonic() + 60
-        while len(keys) < sum(ends.values()) and time.monotonic() < deadline:
-            message = consumer.poll(1.0)
-            if message is not None and message.error() is None:
-                key = message.key()
-                keys.append(None if key is None else json.loads(key))
-        return keys
-    finally:
-        consumer.close()
 
 
 def audit_match(p: FaultPipeline, spark: SparkSession, result: IngestResult) -> None:
@@ -318,7 +297,7 @@ def test_toasted_values_and_truncates_reach_the_lake(pipeline: FaultPipeline, sp
     changed = refresh_details(p, spark, AUDIT_LOG)
     assert changed.committed is not None and changed.committed.deletes == 3  # 7, 8 and 6
     audit_match(p, spark, changed)
-    keys = record_keys(p, p.cdc.topic_of(AUDIT_LOG))
+    keys = read_all(p.kafka_conf, p.cdc.topic_of(AUDIT_LOG), keys=True)
     assert keys and all(k is None or set(k) == {"entry"} for k in keys)
     assert {"entry": 100} in keys and {"entry": 6} in keys
 

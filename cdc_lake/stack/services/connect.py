@@ -9,6 +9,7 @@ from pathlib import Path
 from cdc_lake.stack.process import write_private
 from cdc_lake.stack.services.base import JavaService
 from cdc_lake.stack.services.kafka import plain_jaas
+from cdc_lake.stack.settings import KAFKA_SASL_MECHANISM, KAFKA_SECURITY_PROTOCOL
 from cdc_lake.streaming.connect_config import DEBEZIUM_TEMPLATE, connector_class
 
 
@@ -71,7 +72,8 @@ class KafkaConnect(JavaService):
         kafka_user = self.s.kafka_connect_user
         jaas = plain_jaas(kafka_user, self.s.kafka_users[kafka_user])
         sasl = "".join(
-            f"{prefix}security.protocol=SASL_PLAINTEXT\n{prefix}sasl.mechanism=PLAIN\n"
+            f"{prefix}security.protocol={KAFKA_SECURITY_PROTOCOL}\n"
+            f"{prefix}sasl.mechanism={KAFKA_SASL_MECHANISM}\n"
             f"{prefix}sasl.jaas.config={jaas}\n"
             for prefix in ("", "producer.", "consumer.", "admin.")
         )

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from cdc_lake.stack.process import StackError, open_private_log, port_in_use, write_private
 from cdc_lake.stack.services.base import JavaService
+from cdc_lake.stack.settings import KAFKA_SASL_MECHANISM, KAFKA_SECURITY_PROTOCOL
 
 
 def new_cluster_id() -> str:
@@ -132,8 +133,8 @@ class Kafka(JavaService):
     def details(self) -> dict[str, object]:
         return {
             "bootstrap_servers": self.s.kafka_bootstrap,
-            "security_protocol": "SASL_PLAINTEXT",
-            "sasl_mechanism": "PLAIN",
+            "security_protocol": KAFKA_SECURITY_PROTOCOL,
+            "sasl_mechanism": KAFKA_SASL_MECHANISM,
             "user": self.s.kafka_user,
             "password": self.s.kafka_users[self.s.kafka_user],
             "controller": f"{self.s.host}:{self.s.port('kafka_controller')}",
