@@ -385,7 +385,9 @@ def worker(cfg: dict[str, Any]) -> dict[str, Any]:
             source_rows = _source_rows(conn)
         finally:
             conn.close()
-        redelivered = _redeliver(kafka_conf, cdc.topic, set(source_rows), cfg["redeliver"])
+        redelivered = _redeliver(
+            s.kafka_client_conf(s.kafka_tester_user), cdc.topic, set(source_rows), cfg["redeliver"]
+        )
         out["redelivered"] = len(redelivered)
         caught_up(cfg["timeout_s"])
         connect.delete(sink_name)  # the sink runs only while the benchmark asks

@@ -24,9 +24,7 @@ def _address(hex_addr: str) -> str:
     return socket.inet_ntop(socket.AF_INET6, words)
 
 
-def listening_sockets(pid: int) -> list[tuple[str, int]]:
-    """(address, port) of every TCP socket the process listens on, from its fds and the
-    kernel's socket tables."""
+def _socket_inodes(pid: int) -> set[str]:
     inodes = set()
     for fd in Path(f"/proc/{pid}/fd").iterdir():
         try:
@@ -35,6 +33,43 @@ def listening_sockets(pid: int) -> list[tuple[str, int]]:
             continue
         if target.startswith("socket:["):
             inodes.add(target[len("socket:[") : -1])
+    return inodes
+
+
+def descendants(pid: int) -> list[int]:
+    """Every process below ``pid``: children, their children, and so on."""
+    out, todo = [], [pid]
+    while todo:
+        parent = todo.pop()
+        for proc in Path("/proc").iterdir():
+            try:
+                if (
+                    proc.name.isdigit()
+                    and int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1]) == parent
+                ):
+                    out.append(int(proc.name))
+                    todo.append(int(proc.name))
+            except (OSError, IndexError, ValueError):
+                continue
+    return out
+
+
+def unix_listeners(pid: int) -> set[str]:
+    """The paths of the Unix sockets the process listens on (not abstract ones)."""
+    inodes = _socket_inodes(pid)
+    paths = set()
+    for line in Path("/proc/net/unix").read_text().splitlines()[1:]:
+        f = line.split()
+        # Flags 00010000: __SO_ACCEPTCON, a listening socket.
+        if len(f) >= 8 and f[6] in inodes and f[3] == "00010000" and f[7].startswith("/"):
+            paths.add(f[7])
+    return paths
+
+
+def listening_sockets(pid: int) -> list[tuple[str, int]]:
+    """(address, port) of every TCP socket the process listens on, from its fds and the
+    kernel's socket tables."""
+    inodes = _socket_inodes(pid)
     found = []
     for table in ("tcp", "tcp6"):
         for line in Path(f"/proc/{pid}/net/{table}").read_text().splitlines()[1:]:
@@ -215,3 +250,13 @@ def kafka_login(port: int, user: str, password: str, timeout_s: float = 5.0) -> 
         return "closed"
     (error,) = struct.unpack(">h", got[:2])
     return "authenticated" if error == 0 else f"refused: {error}"
+
+
+def py4j_command(port: int) -> str:
+    """py4j's answer to a command sent without its token."""
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+        sock.sendall(b"c\nt\ngetCallbackClient\ne\n")
+        try:
+            return sock.recv(200).decode(errors="replace").strip()
+        except TimeoutError:
+            return "timeout"

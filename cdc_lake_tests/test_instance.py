@@ -34,7 +34,7 @@ from cdc_lake.instance import LOCATION, default_home, ui_token_path
 from cdc_lake.stack import LocalStack
 from cdc_lake.stack.settings import local_secret_env, project_root
 from cdc_lake.webserver import cookie_name
-from cdc_lake_tests.second_user import as_user, attacker
+from cdc_lake_tests.second_user import as_user, attacker, descendants
 
 LOCATIONS = "{ workspaceOrError { ... on Workspace { locationEntries { name locationOrLoadError { __typename } } } } }"  # noqa: E501
 LAUNCH = """mutation($p: ExecutionParams!) { launchRun(executionParams: $p) { __typename
@@ -47,23 +47,6 @@ def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
-
-
-def _descendants(pid: int) -> list[int]:
-    out, todo = [], [pid]
-    while todo:
-        parent = todo.pop()
-        for proc in Path("/proc").iterdir():
-            try:
-                if (
-                    proc.name.isdigit()
-                    and int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1]) == parent
-                ):
-                    out.append(int(proc.name))
-                    todo.append(int(proc.name))
-            except (OSError, IndexError, ValueError):
-                continue
-    return out
 
 
 def _environ(pid: int) -> dict[str, str]:
@@ -181,7 +164,7 @@ def test_ui_serves_the_stacks_instance_with_its_settings(
     # Every process under it (webserver, daemon, their code servers; runs inherit theirs) has
     # the stack's instance and secrets in its environment, and none in its arguments.
     secrets = local_secret_env(settings)
-    procs = _descendants(running_ui.proc.pid)
+    procs = descendants(running_ui.proc.pid)
     assert len(procs) >= 2
     homes = set()
     for pid in procs:
@@ -220,7 +203,7 @@ def test_the_url_with_the_token_sets_a_cookie_that_opens_the_ui(running_ui: Runn
 def test_another_local_user_cannot_reach_the_ui(running_ui: RunningUi, local_stack: LocalStack):
     user = attacker()
     _locations(running_ui)  # the UI is up, with its code servers
-    procs = [running_ui.proc.pid, *_descendants(running_ui.proc.pid)]
+    procs = [running_ui.proc.pid, *descendants(running_ui.proc.pid)]
     inodes = set().union(*(_socket_inodes(p) for p in procs if Path(f"/proc/{p}").exists()))
     ports, unix_paths = _listeners(inodes)
     # The webserver's port is the only TCP listener of the UI's processes; code servers use

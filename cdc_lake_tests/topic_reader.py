@@ -9,7 +9,14 @@ from typing import Any
 
 from confluent_kafka import TopicPartition
 
+from cdc_lake.stack.settings import StackSettings
 from cdc_lake.streaming.topics import end_offsets, inspector
+
+
+def reader_conf(settings: StackSettings) -> dict[str, Any]:
+    """librdkafka settings of the tests' and benchmarks' Kafka user, which may read records;
+    the Dagster side's (``resources["kafka"]``) may only describe (cdc_lake/stack/kafka_acls.py)."""
+    return settings.kafka_client_conf(settings.kafka_tester_user)
 
 
 def read_all(

@@ -10,9 +10,12 @@ random and kept in ``<state>/credentials.json`` (mode 0600). ``CDC_LAKE_PG_PASSW
 ``CDC_LAKE_CONNECT_PASSWORD`` (the Kafka Connect REST API's basic auth) and
 ``CDC_LAKE_KAFKA_PASSWORD`` (the Dagster side's Kafka user) override them.
 
-Kafka takes SASL/PLAIN on both its listeners: three users, each with a password of its own, kept
-in the broker's 0600 properties file. ``broker`` is the broker itself (to its controller, and
-its tools), ``connect`` the Connect worker, ``dagster`` the Dagster side and the tests.
+Kafka authenticates every client and authorizes each request (``cdc_lake/stack/kafka_acls.py``):
+four users, each with a password of its own. ``broker`` is the broker itself (SASL/PLAIN, to its
+controller and on its own clients' listener; its password only in the broker's 0600 properties
+file), ``connect`` the Connect worker, ``dagster`` the Dagster side (read-only: offsets and lag)
+and ``tester`` the tests' and benchmarks' reader, all three SASL/SCRAM-SHA-512, their
+credentials set by the broker at each start.
 """
 
 from __future__ import annotations
@@ -30,7 +33,14 @@ from cdc_lake.streaming.connect_config import CdcConnectorSettings
 DEFAULT_PORT_BASE = 15400
 # How every client of the stack's Kafka connects (module docstring): declared once, here.
 KAFKA_SECURITY_PROTOCOL = "SASL_PLAINTEXT"
-KAFKA_SASL_MECHANISM = "PLAIN"
+KAFKA_SASL_MECHANISM = "SCRAM-SHA-512"
+# The broker's own logins (to its controller, and its admin client) use PLAIN: its password is
+# in its own properties file, and SCRAM credentials live in the metadata the broker serves.
+KAFKA_BROKER_MECHANISM = "PLAIN"
+# Connect's worker group and its three internal topics, whose records (connector configs, the
+# session key, source offsets) nobody but the Connect worker may read or write.
+CONNECT_GROUP = "cdc-lake-connect"
+CONNECT_TOPIC_PREFIX = "_cdc_lake_connect_"
 
 # Offsets from the port base; the last two digits echo each server's usual port.
 PORT_OFFSETS = {
@@ -66,6 +76,7 @@ class Credentials:
     kafka_broker_password: str
     kafka_connect_password: str
     kafka_password: str  # the Dagster side's
+    kafka_tester_password: str  # the tests' and benchmarks'
 
     @staticmethod
     def load_or_create(path: Path) -> Credentials:
@@ -85,6 +96,8 @@ class Credentials:
             "kafka_connect_password": stored.get("kafka_connect_password")
             or secrets.token_urlsafe(18),
             "kafka_password": stored.get("kafka_password") or secrets.token_urlsafe(18),
+            "kafka_tester_password": stored.get("kafka_tester_password")
+            or secrets.token_urlsafe(18),
         }
         if fresh != stored:
             write_private(path, json.dumps(fresh, indent=2))
@@ -112,10 +125,11 @@ class StackSettings:
     pg_user: str = "cdc_lake"
     replication_user: str = "cdc_replicator"
     connect_user: str = "cdc_lake"  # the Connect REST API's one basic-auth user
-    # Kafka's SASL/PLAIN users (module docstring).
+    # Kafka's users (module docstring; what each may do: cdc_lake/stack/kafka_acls.py).
     kafka_broker_user: str = "broker"
     kafka_connect_user: str = "connect"
     kafka_user: str = "dagster"
+    kafka_tester_user: str = "tester"
     raw_bucket: str = "cdc-raw"
     lake_bucket: str = "cdc-lake"
     region: str = CdcConnectorSettings.region  # declared once, with the connectors' settings
@@ -161,22 +175,27 @@ class StackSettings:
 
     @property
     def kafka_users(self) -> dict[str, str]:
-        """Kafka's SASL/PLAIN users and their passwords: the broker's, Connect's, Dagster's."""
+        """Kafka's users and their passwords: the broker's, Connect's, Dagster's, the tests'."""
         c = self.credentials
         return {
             self.kafka_broker_user: c.kafka_broker_password,
             self.kafka_connect_user: c.kafka_connect_password,
             self.kafka_user: c.kafka_password,
+            self.kafka_tester_user: c.kafka_tester_password,
         }
 
+    def kafka_mechanism(self, user: str) -> str:
+        """The SASL mechanism ``user`` logs in with: PLAIN for the broker, SCRAM for clients."""
+        return KAFKA_BROKER_MECHANISM if user == self.kafka_broker_user else KAFKA_SASL_MECHANISM
+
     def kafka_client_conf(self, user: str | None = None) -> dict[str, Any]:
-        """librdkafka settings for ``user`` (Dagster's by default): SASL/PLAIN on the broker's
+        """librdkafka settings for ``user`` (Dagster's by default) on the broker's clients'
         listener. The password is in the returned dict: for a client, never for a log."""
         name = user or self.kafka_user
         return {
             "bootstrap.servers": self.kafka_bootstrap,
             "security.protocol": KAFKA_SECURITY_PROTOCOL,
-            "sasl.mechanism": KAFKA_SASL_MECHANISM,
+            "sasl.mechanism": self.kafka_mechanism(name),
             "sasl.username": name,
             "sasl.password": self.kafka_users[name],
         }

@@ -41,6 +41,7 @@ from cdc_lake.stack.services import Postgres
 from cdc_lake.streaming.connect_client import ConnectClient, ConnectError
 from cdc_lake.streaming.signals import request_snapshot
 from cdc_lake.streaming.topics import end_offsets, wait_for_consumer, wait_for_offsets
+from cdc_lake_tests.topic_reader import reader_conf
 
 # <prefix><topic>/partition=<p>/<topic>+<p>+<start offset, 20 digits>.jsonl
 RAW_KEY = re.compile(r"\+(?P<partition>\d+)\+(?P<offset>\d{20})\.jsonl$")
@@ -395,7 +396,9 @@ class FaultPipeline:
         )
         self.cdc = self.resources["cdc"]
         self.lake = self.resources["lake"]
+        # Offsets and lag as the Dagster side reads them; records as the tests' reader.
         self.kafka_conf: dict[str, Any] = self.resources["kafka"].client_conf()
+        self.reader_conf = reader_conf(stack.settings)
         self.connect = ConnectClient(
             stack.settings.connect_url, timeout_s=10, auth=stack.settings.connect_auth
         )
@@ -519,7 +522,7 @@ class FaultPipeline:
     @property
     def watcher(self) -> TopicWatcher:
         if self._watcher is None:
-            self._watcher = TopicWatcher(self.kafka_conf, self.cdc.topic)
+            self._watcher = TopicWatcher(self.reader_conf, self.cdc.topic)
         return self._watcher
 
     def publish_backlog(self, timeout_s: float = 240) -> None:

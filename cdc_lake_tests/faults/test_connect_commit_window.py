@@ -107,7 +107,7 @@ def test_connect_killed_between_upload_and_offset_commit(
         during = p.refresh()  # reads the uncommitted object
 
     cdc = p.cdc
-    holder = PartitionHolder(p.kafka_conf, cdc.sink_consumer_group, cdc.topic)
+    holder = PartitionHolder(p.reader_conf, cdc.sink_consumer_group, cdc.topic)
     try:
         with fault_record.phase("restart"):
             holder.wait_assigned({window.partition})

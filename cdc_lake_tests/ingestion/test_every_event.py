@@ -297,7 +297,7 @@ def test_toasted_values_and_truncates_reach_the_lake(pipeline: FaultPipeline, sp
     changed = refresh_details(p, spark, AUDIT_LOG)
     assert changed.committed is not None and changed.committed.deletes == 3  # 7, 8 and 6
     audit_match(p, spark, changed)
-    keys = read_all(p.kafka_conf, p.cdc.topic_of(AUDIT_LOG), keys=True)
+    keys = read_all(p.reader_conf, p.cdc.topic_of(AUDIT_LOG), keys=True)
     assert keys and all(k is None or set(k) == {"entry"} for k in keys)
     assert {"entry": 100} in keys and {"entry": 6} in keys
 

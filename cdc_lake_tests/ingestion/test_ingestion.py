@@ -15,7 +15,7 @@ from cdc_lake.defs.source.assets import cdc_events_outbox
 from cdc_lake.defs.streaming.assets import cdc_events_topic
 from cdc_lake.stack import LocalStack
 from cdc_lake_tests.ingestion.helpers import metadata, raw_events, wait_for_events
-from cdc_lake_tests.topic_reader import read_all
+from cdc_lake_tests.topic_reader import read_all, reader_conf
 
 EPOCH = dt.date(1970, 1, 1)
 
@@ -30,7 +30,7 @@ def test_default_sample_829_rows_messages_and_events(local_stack: LocalStack, in
     assert metadata(ingested, OUTBOX_KEY)["dagster/row_count"] == 829
     topic_meta = metadata(ingested, TOPIC_KEY)
     assert topic_meta["connector_state"] == "RUNNING"
-    records = read_all(resources["kafka"].client_conf(), resources["cdc"].topic)
+    records = read_all(reader_conf(local_stack.settings), resources["cdc"].topic)
     # The initial snapshot's reads; ad-hoc snapshot reads (test_resnapshot.py) carry no LSN.
     snapshot = [r for r in records if r and r["__op"] == "r" and r["__lsn"] is not None]
     assert len(snapshot) == 829

@@ -15,7 +15,7 @@ from cdc_lake.cli import main
 from cdc_lake.stack import LocalStack
 from cdc_lake.streaming.topics import end_offsets
 from cdc_lake_tests.ingestion.helpers import wait_for_events
-from cdc_lake_tests.topic_reader import read_all
+from cdc_lake_tests.topic_reader import read_all, reader_conf
 
 EPOCH = dt.date(1970, 1, 1)
 OUTBOX_SQL = (
@@ -23,21 +23,21 @@ OUTBOX_SQL = (
 )
 
 
-def _records(resources: dict) -> list[dict[str, Any]]:
-    conf, topic = resources["kafka"].client_conf(), resources["cdc"].topic
+def _records(stack: LocalStack, resources: dict) -> list[dict[str, Any]]:
+    conf, topic = reader_conf(stack.settings), resources["cdc"].topic
     assert len(end_offsets(conf, topic)) == 1  # one partition: list position = offset
     return [r for r in read_all(conf, topic) if r is not None]
 
 
-def _after(resources: dict, before: int, done) -> list[dict[str, Any]]:
+def _after(stack: LocalStack, resources: dict, before: int, done) -> list[dict[str, Any]]:
     """The records after offset ``before`` once ``done`` holds and the topic has settled."""
-    wait_for_events(lambda: _records(resources)[before:], done, timeout_s=120)
+    wait_for_events(lambda: _records(stack, resources)[before:], done, timeout_s=120)
     stable, last = 0, None
     while stable < 3:  # no stragglers: nothing more arrives for three seconds
-        count = len(_records(resources))
+        count = len(_records(stack, resources))
         stable, last = (stable + 1 if count == last else 0), count
         time.sleep(1)
-    return _records(resources)[before:]
+    return _records(stack, resources)[before:]
 
 
 def _outbox(pg, order_ids: list[int] | None = None) -> dict[int, tuple]:
@@ -85,15 +85,16 @@ def test_resnapshot_of_three_orders_resends_exactly_them_and_sorts_after_their_p
         cur.execute("UPDATE datalake.orders SET freight = freight + 1 WHERE order_id = 10300")
     pg.commit()
     wait_for_events(
-        lambda: _records(resources),
+        lambda: _records(local_stack, resources),
         lambda evs: any(e["order_id"] == 10300 and e["__op"] == "u" for e in evs),
     )
-    history = _records(resources)
+    history = _records(local_stack, resources)
     requested_ms = _now_ms(pg)
 
     _resnapshot(local_stack, monkeypatch, "--orders", ",".join(map(str, chosen)))
     assert "requested an incremental snapshot of 3 order(s): signal " in capsys.readouterr().out
     new = _after(
+        local_stack,
         resources,
         len(history),
         lambda evs: {e["order_id"] for e in evs if e["__op"] == "r"} >= set(chosen),
@@ -117,10 +118,11 @@ def test_resnapshot_of_three_orders_resends_exactly_them_and_sorts_after_their_p
 def test_resnapshot_all_resends_every_order(
     local_stack: LocalStack, ingested, resources, pg, monkeypatch
 ):
-    before = len(_records(resources))
+    before = len(_records(local_stack, resources))
     current = _outbox(pg)
     _resnapshot(local_stack, monkeypatch, "--all")
     new = _after(
+        local_stack,
         resources,
         before,
         lambda evs: {e["order_id"] for e in evs if e["__op"] == "r"} >= set(current),

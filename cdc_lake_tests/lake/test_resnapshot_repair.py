@@ -21,7 +21,7 @@ from cdc_lake.streaming.signals import request_snapshot
 from cdc_lake.streaming.topics import end_offsets
 from cdc_lake_tests.ingestion.helpers import wait_for_events
 from cdc_lake_tests.lake.test_pipeline import catch_up
-from cdc_lake_tests.topic_reader import read_all
+from cdc_lake_tests.topic_reader import read_all, reader_conf
 
 
 def _lake(spark: SparkSession, path: str) -> dict[int, tuple]:
@@ -81,7 +81,7 @@ def test_incremental_snapshot_repairs_a_broken_lake(
     assert not set(removed) & set(broken)
     assert broken[stale][1:] == (None, []) != source[stale][1:]
 
-    conf, topic = resources["kafka"].client_conf(), resources["cdc"].topic
+    conf, topic = reader_conf(local_stack.settings), resources["cdc"].topic
     before = sum(end_offsets(conf, topic).values())
     conn = psycopg2.connect(local_stack.settings.pg_dsn())
     try:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import textwrap
@@ -52,7 +51,7 @@ def test_no_secret_in_the_arguments_of_the_stack_or_the_spark_jvm(local_stack: L
     assert spark.read.parquet(path).count() == 3
 
     secrets = stack_secrets(local_stack)
-    assert len(secrets) == 9 and all(len(v) >= 16 for v in secrets.values())
+    assert len(secrets) == 10 and all(len(v) >= 16 for v in secrets.values())
     cmdlines = all_cmdlines()
     jvm = jvm_pid(spark)
     assert "org.apache.spark.deploy.SparkSubmit" in cmdlines[jvm]
@@ -72,23 +71,20 @@ def test_no_secret_in_the_arguments_of_the_stack_or_the_spark_jvm(local_stack: L
     assert LOCAL_PROVIDERS.endswith(PROFILE_PROVIDER)
 
 
-def _py4j(port: int) -> str:
-    """py4j's answer to a command sent without its token."""
-    with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
-        sock.sendall(b"c\nt\ngetCallbackClient\ne\n")
-        try:
-            return sock.recv(200).decode(errors="replace").strip()
-        except TimeoutError:
-            return "timeout"
-
-
 def test_another_local_user_is_refused_by_every_spark_port(local_stack: LocalStack, spark):
     """Every TCP port of the tests' JVM and of the lake server's, found from the system, tried
     as a second Unix user: a block fetch by broadcast id and an RPC get Spark's demand for
     authentication, a py4j command gets py4j's, and no other port is open. What Spark 3.5 still
     serves without authentication is a stream of a jar it was given (public Maven jars; upstream
     apache/spark#58612), never a file: the test names what was served."""
-    from cdc_lake_tests.second_user import as_user, attacker, open_blocks, spark_rpc, spark_stream
+    from cdc_lake_tests.second_user import (
+        as_user,
+        attacker,
+        open_blocks,
+        py4j_command,
+        spark_rpc,
+        spark_stream,
+    )
 
     user = attacker()
     server = local_stack.service("lake_server")
@@ -114,7 +110,7 @@ def test_another_local_user_is_refused_by_every_spark_port(local_stack: LocalSta
                     "blocks": sorted(blocks),
                     "rpc": rpc,
                     # A Spark port waits for a whole frame: ask py4j's question elsewhere only.
-                    "py4j": "not asked" if rpc.startswith("failure") else _py4j(port),
+                    "py4j": "not asked" if rpc.startswith("failure") else py4j_command(port),
                     "jar": spark_stream(port, f"/jars/{jar}"),
                     "file": spark_stream(port, "/files/credentials.json"),
                 }

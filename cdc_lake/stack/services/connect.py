@@ -8,8 +8,13 @@ from pathlib import Path
 
 from cdc_lake.stack.process import write_private
 from cdc_lake.stack.services.base import JavaService
-from cdc_lake.stack.services.kafka import plain_jaas
-from cdc_lake.stack.settings import KAFKA_SASL_MECHANISM, KAFKA_SECURITY_PROTOCOL
+from cdc_lake.stack.services.kafka import sasl_jaas
+from cdc_lake.stack.settings import (
+    CONNECT_GROUP,
+    CONNECT_TOPIC_PREFIX,
+    KAFKA_SASL_MECHANISM,
+    KAFKA_SECURITY_PROTOCOL,
+)
 from cdc_lake.streaming.connect_config import DEBEZIUM_TEMPLATE, connector_class
 
 
@@ -70,7 +75,7 @@ class KafkaConnect(JavaService):
         # The worker's own clients and its connectors' (producer., consumer., admin.) log in to
         # Kafka as the Connect user; the file is 0600, as it holds that user's password.
         kafka_user = self.s.kafka_connect_user
-        jaas = plain_jaas(kafka_user, self.s.kafka_users[kafka_user])
+        jaas = sasl_jaas(KAFKA_SASL_MECHANISM, kafka_user, self.s.kafka_users[kafka_user])
         sasl = "".join(
             f"{prefix}security.protocol={KAFKA_SECURITY_PROTOCOL}\n"
             f"{prefix}sasl.mechanism={KAFKA_SASL_MECHANISM}\n"
@@ -79,9 +84,7 @@ class KafkaConnect(JavaService):
         )
         write_private(
             self.conf,
-            f"bootstrap.servers={self.s.kafka_bootstrap}\n"
-            + sasl
-            + "group.id=cdc-lake-connect\n"
+            f"bootstrap.servers={self.s.kafka_bootstrap}\n" + sasl + f"group.id={CONNECT_GROUP}\n"
             f"listeners=http://{self.s.host}:{self.s.port('connect')}\n"
             f"rest.advertised.host.name={self.s.host}\n"
             f"rest.advertised.port={self.s.port('connect')}\n"
@@ -101,9 +104,9 @@ class KafkaConnect(JavaService):
             "value.converter=org.apache.kafka.connect.json.JsonConverter\n"
             "key.converter.schemas.enable=false\n"
             "value.converter.schemas.enable=false\n"
-            "config.storage.topic=_cdc_lake_connect_configs\n"
-            "offset.storage.topic=_cdc_lake_connect_offsets\n"
-            "status.storage.topic=_cdc_lake_connect_status\n"
+            f"config.storage.topic={CONNECT_TOPIC_PREFIX}configs\n"
+            f"offset.storage.topic={CONNECT_TOPIC_PREFIX}offsets\n"
+            f"status.storage.topic={CONNECT_TOPIC_PREFIX}status\n"
             "config.storage.replication.factor=1\n"
             "offset.storage.replication.factor=1\n"
             "status.storage.replication.factor=1\n"

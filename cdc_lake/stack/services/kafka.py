@@ -1,13 +1,24 @@
 """A single KRaft Kafka broker (broker and controller in one process).
 
-Both listeners authenticate every client with SASL/PLAIN (``CLIENT`` for clients, ``CONTROLLER``
-for the broker's own controller traffic): a connection without a known user and its password
+Both listeners authenticate every client: a connection without a known user and its password
 is closed before any request, so another local user can neither read a topic nor write one.
-The users and passwords (``StackSettings.kafka_users``) are in the 0600 properties file only,
-never in an argument or the environment. PLAIN sends the password in the clear, which is why
-the listeners are bound to loopback, where no other user can watch the traffic.
+
+- ``CLIENT`` takes SASL/SCRAM-SHA-512 for the clients (Connect, Dagster, the tests) and PLAIN
+  for the broker alone. SCRAM credentials live in the cluster's metadata: at each start the
+  broker, logged in with PLAIN, sets each client user's from ``StackSettings.kafka_users``
+  (``after_healthy``). SCRAM never sends the password; the broker's PLAIN login does, which is
+  one reason the listeners are bound to loopback, where no other user can watch the traffic.
+- ``CONTROLLER`` takes the broker's PLAIN login only.
+
+Every request is then authorized (``StandardAuthorizer``, deny by default): what each user may
+do is ``cdc_lake/stack/kafka_acls.py``, made the broker's ACLs at each start.
+
+Passwords are in the 0600 properties file and the 0600 credentials file, never in an argument
+or the environment.
 """
 
+# confluent_kafka.admin re-exports these names without listing them in __all__.
+# pyright: reportPrivateImportUsage=false
 from __future__ import annotations
 
 import base64
@@ -15,9 +26,20 @@ import subprocess
 import uuid
 from pathlib import Path
 
-from cdc_lake.stack.process import StackError, open_private_log, port_in_use, write_private
+from cdc_lake.stack.kafka_acls import grants, sync
+from cdc_lake.stack.process import (
+    StackError,
+    open_private_log,
+    port_in_use,
+    wait_until,
+    write_private,
+)
 from cdc_lake.stack.services.base import JavaService
-from cdc_lake.stack.settings import KAFKA_SASL_MECHANISM, KAFKA_SECURITY_PROTOCOL
+from cdc_lake.stack.settings import (
+    KAFKA_BROKER_MECHANISM,
+    KAFKA_SASL_MECHANISM,
+    KAFKA_SECURITY_PROTOCOL,
+)
 
 
 def new_cluster_id() -> str:
@@ -29,12 +51,16 @@ def new_cluster_id() -> str:
             return cluster_id
 
 
-PLAIN_LOGIN = "org.apache.kafka.common.security.plain.PlainLoginModule"
+LOGIN_MODULES = {
+    "PLAIN": "org.apache.kafka.common.security.plain.PlainLoginModule",
+    "SCRAM-SHA-512": "org.apache.kafka.common.security.scram.ScramLoginModule",
+}
+SCRAM_ITERATIONS = 4096  # the minimum Kafka takes: paid once per connection
 
 
-def plain_jaas(user: str, password: str, users: dict[str, str] | None = None) -> str:
-    """A ``sasl.jaas.config`` value for SASL/PLAIN: log in as ``user``; as a server, take
-    ``users``. Refuses a value that JAAS's quoted strings cannot hold as it is."""
+def sasl_jaas(mechanism: str, user: str, password: str, users: dict[str, str] | None = None) -> str:
+    """A ``sasl.jaas.config`` value: log in as ``user`` with ``mechanism``; as a PLAIN server,
+    take ``users``. Refuses a value that JAAS's quoted strings cannot hold as it is."""
     pairs = {"username": user, "password": password} | {
         f"user_{u}": p for u, p in (users or {}).items()
     }
@@ -45,7 +71,8 @@ def plain_jaas(user: str, password: str, users: dict[str, str] | None = None) ->
                 "backslashes, semicolons or newlines (CDC_LAKE_KAFKA_PASSWORD, or "
                 "credentials.json in the state directory)"
             )
-    return f"{PLAIN_LOGIN} required " + " ".join(f'{k}="{v}"' for k, v in pairs.items()) + ";"
+    options = " ".join(f'{k}="{v}"' for k, v in pairs.items())
+    return f"{LOGIN_MODULES[mechanism]} required {options};"
 
 
 class Kafka(JavaService):
@@ -67,6 +94,8 @@ class Kafka(JavaService):
         h, p, cp = self.s.host, self.s.port("kafka"), self.s.port("kafka_controller")
         users = self.s.kafka_users
         broker = self.s.kafka_broker_user
+        plain = KAFKA_BROKER_MECHANISM
+        own = sasl_jaas(plain, broker, users[broker], {broker: users[broker]})
         write_private(
             self.conf,
             "process.roles=broker,controller\n"
@@ -77,14 +106,20 @@ class Kafka(JavaService):
             "controller.listener.names=CONTROLLER\n"
             "inter.broker.listener.name=CLIENT\n"
             "listener.security.protocol.map=CLIENT:SASL_PLAINTEXT,CONTROLLER:SASL_PLAINTEXT\n"
-            "sasl.enabled.mechanisms=PLAIN\n"
-            "sasl.mechanism.inter.broker.protocol=PLAIN\n"
-            "sasl.mechanism.controller.protocol=PLAIN\n"
-            # Every user on the clients' listener; only the broker itself on the controller's.
-            "listener.name.client.plain.sasl.jaas.config="
-            f"{plain_jaas(broker, users[broker], users)}\n"
-            "listener.name.controller.plain.sasl.jaas.config="
-            f"{plain_jaas(broker, users[broker], {broker: users[broker]})}\n"
+            f"listener.name.client.sasl.enabled.mechanisms={KAFKA_SASL_MECHANISM},{plain}\n"
+            f"listener.name.controller.sasl.enabled.mechanisms={plain}\n"
+            f"sasl.mechanism.inter.broker.protocol={plain}\n"
+            f"sasl.mechanism.controller.protocol={plain}\n"
+            # PLAIN knows the broker alone, on both listeners; the clients' SCRAM credentials
+            # are in the metadata (after_healthy).
+            f"listener.name.client.plain.sasl.jaas.config={own}\n"
+            f"listener.name.client.{KAFKA_SASL_MECHANISM.lower()}.sasl.jaas.config="
+            f"{LOGIN_MODULES[KAFKA_SASL_MECHANISM]} required;\n"
+            f"listener.name.controller.plain.sasl.jaas.config={own}\n"
+            # Deny by default; what each user may do is cdc_lake/stack/kafka_acls.py.
+            "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer\n"
+            "allow.everyone.if.no.acl.found=false\n"
+            f"super.users=User:{broker}\n"
             f"log.dirs={logs}\n"
             "num.partitions=1\n"
             "offsets.topic.replication.factor=1\n"
@@ -129,6 +164,52 @@ class Kafka(JavaService):
         admin = AdminClient({**conf, "socket.timeout.ms": 2000, "log_level": 0})
         meta = admin.list_topics(timeout=3)
         return len(meta.brokers) == 1
+
+    def after_healthy(self) -> None:
+        """The clients' SCRAM credentials and the ACL policy, set as the broker (super user).
+        Both are idempotent, so a start of a running stack sets them again (a password changed
+        in the environment takes effect). Returns once every client user can log in."""
+        from confluent_kafka.admin import (
+            AdminClient,
+            ScramCredentialInfo,
+            ScramMechanism,
+            UserScramCredentialAlteration,
+            UserScramCredentialUpsertion,
+        )
+
+        s = self.s
+        admin = AdminClient({**s.kafka_client_conf(s.kafka_broker_user), "log_level": 0})
+        mechanism = ScramMechanism[KAFKA_SASL_MECHANISM.replace("-", "_")]
+        clients = {u: p for u, p in s.kafka_users.items() if u != s.kafka_broker_user}
+        upserts: list[UserScramCredentialAlteration] = [
+            UserScramCredentialUpsertion(
+                user, ScramCredentialInfo(mechanism, SCRAM_ITERATIONS), password.encode()
+            )
+            for user, password in clients.items()
+        ]
+        try:
+            for future in admin.alter_user_scram_credentials(upserts).values():
+                future.result()
+            sync(admin, grants(s))
+        except Exception as e:  # noqa: BLE001 - any broker error is a failed start
+            raise StackError(f"kafka: setting users and ACLs failed: {e} (see {self.log})") from e
+        for user in clients:
+            if not wait_until(lambda u=user: self._logs_in(u), 30, alive=lambda: True):
+                raise StackError(
+                    f"kafka: user {user!r} cannot log in 30 s after its SCRAM credential was "
+                    f"set (see {self.log})"
+                )
+
+    def _logs_in(self, user: str) -> bool:
+        from confluent_kafka import KafkaException
+        from confluent_kafka.admin import AdminClient
+
+        conf = self.s.kafka_client_conf(user)
+        try:
+            AdminClient({**conf, "log_level": 0}).list_topics(timeout=3)
+            return True
+        except KafkaException:
+            return False
 
     def details(self) -> dict[str, object]:
         return {

@@ -48,7 +48,7 @@ def test_a_table_added_to_a_running_connector_is_snapshotted(pipeline: FaultPipe
     logs = [e.user_message for e in instance.all_logs(result.run_id)]
     # Once, or again when a task still on the old config dropped the first signal.
     assert any("Requested an incremental snapshot" in m for m in logs), logs
-    events = [e for e in read_all(pipeline.kafka_conf, cdc.topic_of(CUSTOMERS)) if e]
+    events = [e for e in read_all(pipeline.reader_conf, cdc.topic_of(CUSTOMERS)) if e]
     assert {e["customer_id"] for e in events} >= set(
         _column(pipeline.dsn, "customer_id", "customers")
     )
