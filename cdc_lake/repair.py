@@ -82,7 +82,8 @@ def _repair(
         resources = local_resources(settings) if local else build_resources()
     hudi_key = table_keys(table).hudi
     quarantine, matches, _ = table_checks[table]
-    marts = [order_items] if table == OUTBOX else []
+    # The marts built from this table, rebuilt in the same run.
+    marts = [a for a in (order_items,) if hudi_key in a.dependency_keys]
     result = dg.materialize(
         [hudi_tables[table], *marts, matches, quarantine],
         resources=resources,

@@ -71,6 +71,8 @@ class CapturedTable:
     source_asset: str = ""
     refresh_job: str = ""
     sensor: str = ""
+    # What a row of its lake table is, for the Hudi asset's description ("": a generic one).
+    description: str = ""
 
     def __post_init__(self) -> None:
         try:
@@ -101,6 +103,7 @@ class CapturedTable:
             "source_asset": self.source_asset,
             "refresh_job": self.refresh_job,
             "sensor": self.sensor,
+            "description": self.description,
         }
 
     @classmethod
@@ -117,6 +120,7 @@ class CapturedTable:
             source_asset=str(data.get("source_asset", "")),
             refresh_job=str(data.get("refresh_job", "")),
             sensor=str(data.get("sensor", "")),
+            description=str(data.get("description", "")),
         )
 
     @property
@@ -150,6 +154,10 @@ OUTBOX = CapturedTable(
     source_asset="cdc_events_outbox",
     refresh_job="lake_refresh",
     sensor="raw_cdc_files_sensor",
+    description="The current state of every order, one row per order_id, upserted from the raw "
+    "CDC files into an Apache Hudi table (COPY_ON_WRITE by default). Dates are DATE, updated_at "
+    "TIMESTAMP; order_items, products, customer, employee, shipper and shipment stay JSON "
+    "strings.",
 )
 
 # Captured as it is, beside the outbox: a table needs its declaration and nothing else.

@@ -88,15 +88,8 @@ class LakeRefreshConfig(dg.Config):
     )
 
 
-OUTBOX_DESCRIPTION = """The current state of every order, one row per order_id, upserted from the
-raw CDC files into an Apache Hudi table (COPY_ON_WRITE by default). Dates are DATE, updated_at
-TIMESTAMP; order_items, products, customer, employee, shipper and shipment stay JSON strings."""
-
-
 def _description(table: CapturedTable) -> str:
-    if table == OUTBOX:
-        return OUTBOX_DESCRIPTION
-    return (
+    return table.description or (
         f"The current state of every row of {table.source}, one row per "
         f"{', '.join(table.keys)}, upserted from its raw CDC files into an Apache Hudi table, "
         "as the outbox's are."
@@ -335,7 +328,7 @@ def _nothing_new(
     )
 
 
-# One per captured table, from its declaration alone.
+# One per captured table, from its declaration alone; the outbox's also by name.
 hudi_tables = {k.table: hudi_table_asset(k) for k in KEYS}
+hudi_table_assets = list(hudi_tables.values())
 cdc_events_hudi = hudi_tables[OUTBOX]
-captured_hudi_tables = [a for t, a in hudi_tables.items() if t != OUTBOX]

@@ -280,7 +280,7 @@ def lake_checks(k: TableKeys) -> list[dg.AssetChecksDefinition]:
     return [no_quarantined_lines, matches_source, schema_matches_source]
 
 
-# One set per captured table.
+# One set per captured table; the outbox's also by name.
 table_checks = {k.table: lake_checks(k) for k in KEYS}
+lake_table_checks = [c for checks in table_checks.values() for c in checks]
 no_quarantined_lines, matches_source, schema_matches_source = table_checks[OUTBOX]
-captured_table_checks = [c for t, checks in table_checks.items() if t != OUTBOX for c in checks]

@@ -1,5 +1,6 @@
-"""The ``lake_refresh`` Dagster job: the outbox's Hudi table, then the order items, in one run;
-and for every other captured table, ``<table>_lake_refresh``: its Hudi table.
+"""One refresh job per captured table (its declaration names it: ``lake_refresh`` for the
+outbox, ``<table>_lake_refresh`` for the others): the table's Hudi asset, then every asset built
+from it (the outbox's order items), in one run.
 
 The raw-files sensor (``cdc_lake/defs/lake/sensors.py``) requests it for each batch of new raw
 objects, and ``cdc-lake refresh`` runs it after catching up. It ingests from the Hudi table's own
@@ -19,7 +20,7 @@ from typing import TYPE_CHECKING
 
 import dagster as dg
 
-from cdc_lake.defs.keys import HUDI_KEY, KEYS, ORDER_ITEMS_KEY, OUTBOX_KEYS, TableKeys
+from cdc_lake.defs.keys import HUDI_KEY, KEYS, TableKeys
 from cdc_lake.source.captured import OUTBOX
 
 if TYPE_CHECKING:
@@ -35,22 +36,18 @@ def hudi_op(key: dg.AssetKey) -> str:
 
 HUDI_OP = hudi_op(HUDI_KEY)
 
-lake_refresh_job = dg.define_asset_job(
-    OUTBOX_KEYS.refresh_job,
-    selection=dg.AssetSelection.assets(HUDI_KEY, ORDER_ITEMS_KEY),
-    description="Upsert new raw CDC files into Hudi, then rebuild the order items.",
-)
-
-
 def refresh_job(k: TableKeys) -> UnresolvedAssetJobDefinition:
     return dg.define_asset_job(
         k.refresh_job,
-        selection=dg.AssetSelection.assets(k.hudi),
-        description=f"Upsert the new raw CDC files of {k.table.source} into its Hudi table.",
+        # The table's Hudi asset and what is built from it: a mart never lags its table's run.
+        selection=dg.AssetSelection.assets(k.hudi).downstream(),
+        description=f"Upsert the new raw CDC files of {k.table.source} into its Hudi table, then "
+        "rebuild what is built from it.",
     )
 
 
-captured_refresh_jobs = {k.table: refresh_job(k) for k in KEYS if k.table != OUTBOX}
+refresh_jobs = {k.table: refresh_job(k) for k in KEYS}
+lake_refresh_job = refresh_jobs[OUTBOX]
 
 lake_full_check_job = dg.define_asset_job(
     "lake_full_check",

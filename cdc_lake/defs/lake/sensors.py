@@ -30,12 +30,11 @@ import dagster as dg
 from dagster_aws.s3 import S3Resource
 
 from cdc_lake.defs.keys import KEYS, OUTBOX_KEYS, TableKeys
-from cdc_lake.defs.lake.jobs import captured_refresh_jobs, lake_refresh_job
+from cdc_lake.defs.lake.jobs import refresh_jobs
 from cdc_lake.defs.unchanged import lake_checkpoint
 from cdc_lake.lake.checkpoint import pending
 from cdc_lake.raw.objects import RawLayout
 from cdc_lake.resources.streaming import CdcPipelineResource
-from cdc_lake.source.captured import OUTBOX
 
 if TYPE_CHECKING:
     from dagster._core.definitions.unresolved_asset_job_definition import (
@@ -117,7 +116,6 @@ def raw_files_sensor(k: TableKeys, job: UnresolvedAssetJobDefinition) -> dg.Sens
     return _sensor
 
 
-raw_cdc_files_sensor = raw_files_sensor(OUTBOX_KEYS, lake_refresh_job)
-captured_sensors = [
-    raw_files_sensor(k, captured_refresh_jobs[k.table]) for k in KEYS if k.table != OUTBOX
-]
+raw_files_sensors = [raw_files_sensor(k, refresh_jobs[k.table]) for k in KEYS]
+# The outbox's, by name: the demo, the CLI and the benchmarks turn it on.
+raw_cdc_files_sensor = next(s for s in raw_files_sensors if s.name == OUTBOX_KEYS.sensor)

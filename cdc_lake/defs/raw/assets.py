@@ -34,16 +34,14 @@ from cdc_lake.raw.objects import (  # noqa: F401 (MissingBucketError re-exported
 )
 from cdc_lake.resources.source import PostgresResource
 from cdc_lake.resources.streaming import CdcPipelineResource, ConnectResource, KafkaResource
-from cdc_lake.source.captured import OUTBOX
 from cdc_lake.streaming.topics import consumer_lag, wait_for_consumer
 
 
 def _description(k: TableKeys) -> str:
-    topic = "the outbox's topic" if k.table == OUTBOX else f"the topic of {k.table.source}"
     return (
-        f"The change events of {topic} as JSON-lines objects in the raw bucket, one event per "
-        "line, under `{raw prefix}{topic}/partition={p}/`, flushed by record count and by "
-        "interval."
+        f"The change events of the topic of {k.table.source} as JSON-lines objects in the raw "
+        "bucket, one event per line, under `{raw prefix}{topic}/partition={p}/`, flushed by "
+        "record count and by interval."
     )
 
 

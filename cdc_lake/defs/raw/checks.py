@@ -94,5 +94,7 @@ def raw_checks(k: TableKeys) -> list[dg.AssetChecksDefinition]:
     return [sink_consumer_lag, pending_raw_objects]
 
 
-sink_consumer_lag, pending_raw_objects = raw_checks(OUTBOX_KEYS)
-captured_raw_checks = [c for k in KEYS if k.table != OUTBOX for c in raw_checks(k)]
+# One pair per captured table; the outbox's also by name.
+table_raw_checks = {k.table: raw_checks(k) for k in KEYS}
+raw_table_checks = [c for checks in table_raw_checks.values() for c in checks]
+sink_consumer_lag, pending_raw_objects = table_raw_checks[OUTBOX]

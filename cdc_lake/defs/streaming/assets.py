@@ -38,19 +38,12 @@ from cdc_lake.streaming.topics import end_offsets, wait_for_offsets
 # How long a snapshot signal may go unanswered (an empty topic) before it is sent again.
 RESIGNAL_S = 20.0
 
-OUTBOX_TOPIC_DESCRIPTION = """Change events of the outbox table, flattened by
-ExtractNewRecordState: one JSON record per
-change with the row's columns plus __op, __db, __table, __schema, __lsn, __source_ts_ms and
-__deleted (deletes are rewritten, tombstones dropped). JSON without schemas; DATE as days since
-the epoch; decimals as strings."""
-
-
 def _description(k: TableKeys) -> str:
-    if k.table == OUTBOX:
-        return OUTBOX_TOPIC_DESCRIPTION
     return (
-        f"Change events of {k.table.source}, flattened as the outbox's are: one JSON record per "
-        "change with the row's columns plus Debezium's __ fields."
+        f"Change events of {k.table.source}, flattened by ExtractNewRecordState: one JSON record "
+        "per change with the row's columns plus __op, __db, __table, __schema, __lsn, "
+        "__source_ts_ms and __deleted (deletes are rewritten, tombstones dropped). JSON without "
+        "schemas; DATE as days since the epoch; decimals as strings."
     )
 
 
