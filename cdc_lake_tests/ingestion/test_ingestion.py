@@ -9,7 +9,7 @@ from collections import Counter
 
 import dagster as dg
 
-from cdc_lake.defs.keys import OUTBOX_KEY, RAW_KEY, TOPIC_KEY
+from cdc_lake.defs.keys import KEYS, OUTBOX_KEY, RAW_KEY, TOPIC_KEY
 from cdc_lake.defs.raw.assets import raw_cdc_files
 from cdc_lake.defs.source.assets import cdc_events_outbox
 from cdc_lake.defs.streaming.assets import cdc_events_topic
@@ -30,6 +30,12 @@ def test_default_sample_829_rows_messages_and_events(local_stack: LocalStack, in
     assert metadata(ingested, OUTBOX_KEY)["dagster/row_count"] == 829
     topic_meta = metadata(ingested, TOPIC_KEY)
     assert topic_meta["connector_state"] == "RUNNING"
+    # One connector serves every table: each topic says how it and its slot stand.
+    for k in KEYS:
+        meta = metadata(ingested, k.topic)
+        assert (meta["connector_state"], meta["replication_slot"]) == (
+            "RUNNING", resources["cdc"].slot_name
+        ), k.topic  # fmt: skip
     records = read_all(reader_conf(local_stack.settings), resources["cdc"].topic)
     # The initial snapshot's reads; ad-hoc snapshot reads (test_resnapshot.py) carry no LSN.
     snapshot = [r for r in records if r and r["__op"] == "r" and r["__lsn"] is not None]

@@ -26,10 +26,10 @@ import time
 import dagster as dg
 
 from cdc_lake.defs import stage_spec
-from cdc_lake.defs.keys import KEYS, OUTBOX_KEYS, TOPIC_KEY, TableKeys
+from cdc_lake.defs.keys import KEYS, TableKeys
 from cdc_lake.resources.source import PostgresResource
 from cdc_lake.resources.streaming import CdcPipelineResource, ConnectResource, KafkaResource
-from cdc_lake.source.captured import OUTBOX, CapturedTable
+from cdc_lake.source.captured import CapturedTable
 from cdc_lake.source.database import table_rows
 from cdc_lake.source.preflight import check_logical_replication, slot_lag
 from cdc_lake.streaming.signals import request_snapshot
@@ -90,7 +90,8 @@ def cdc_events_topic(
         lag = slot_lag(conn, cdc.slot_name)
     finally:
         conn.close()
-    metadata = _topic(cdc, OUTBOX_KEYS, topics[OUTBOX]) | {
+    # The one connector and its slot serve every table: each topic says how they stand.
+    connector = {
         "connector_action": dg.MetadataValue.text(action),
         "connector_state": dg.MetadataValue.text(status["connector"]["state"]),
         "task_states": dg.MetadataValue.json({str(t["id"]): t["state"] for t in status["tasks"]}),
@@ -98,17 +99,16 @@ def cdc_events_topic(
     }
     # A slot without a position (missing, or invalidated) leaves the entry out: no "None".
     if source["slot_confirmed_flush_lsn"] is not None:
-        metadata["slot_confirmed_flush_lsn"] = dg.MetadataValue.text(
+        connector["slot_confirmed_flush_lsn"] = dg.MetadataValue.text(
             str(source["slot_confirmed_flush_lsn"])
         )
     if lag is not None and lag.restart_lag_bytes is not None:
-        metadata["slot_restart_lag_bytes"] = dg.MetadataValue.int(lag.restart_lag_bytes)
+        connector["slot_restart_lag_bytes"] = dg.MetadataValue.int(lag.restart_lag_bytes)
     if lag is not None and lag.flush_lag_bytes is not None:
-        metadata["slot_flush_lag_bytes"] = dg.MetadataValue.int(lag.flush_lag_bytes)
-    yield dg.MaterializeResult(asset_key=TOPIC_KEY, metadata=metadata)
+        connector["slot_flush_lag_bytes"] = dg.MetadataValue.int(lag.flush_lag_bytes)
     for k in KEYS:
-        if k.table != OUTBOX:
-            yield dg.MaterializeResult(asset_key=k.topic, metadata=_topic(cdc, k, topics[k.table]))
+        metadata = _topic(cdc, k, topics[k.table]) | connector
+        yield dg.MaterializeResult(asset_key=k.topic, metadata=metadata)
 
 
 def _held(conf: dict, topic: str) -> int:
