@@ -19,17 +19,26 @@ _LEADER_MOVING = frozenset(
 # The group the inspector consumers name: they never join it or commit to it, but librdkafka may
 # still look up its coordinator, so the Dagster role may describe it.
 INSPECTOR_GROUP = "cdc-lake-inspector"
+# These consumers live for one call, and a failure raises from the call itself, naming the
+# broker and the client's own errors (a refused login says so). librdkafka's error lines stay
+# out of the output: closing one while its group coordinator's SASL handshake is under way
+# prints one ("SASL authentication error ... Broker transport failure") on most calls, about
+# nothing.
+_QUIET = 2  # syslog levels: 2 is critical only
 
 
-def inspector(conf: Mapping[str, Any]) -> Consumer:
-    """A consumer that only looks: it never commits, and starts at the earliest offset."""
+def inspector(conf: Mapping[str, Any], errors: list[str] | None = None) -> Consumer:
+    """A consumer that only looks: it never commits, and starts at the earliest offset. The
+    client's errors go to ``errors`` (served by ``poll``)."""
+    sink = errors if errors is not None else []
     return Consumer(
         {
             **conf,
             "group.id": INSPECTOR_GROUP,
             "enable.auto.commit": False,
             "auto.offset.reset": "earliest",
-            "log_level": 3,
+            "log_level": _QUIET,
+            "error_cb": lambda err: sink.append(err.str()),
         }
     )
 
@@ -40,7 +49,8 @@ def end_offsets(conf: Mapping[str, Any], topic: str, timeout_s: float = 10.0) ->
     A partition whose leader is being elected (a topic just created, a broker just restarted)
     answers with a retriable error; it is asked again until ``timeout_s`` has passed."""
     deadline = time.monotonic() + timeout_s
-    consumer = inspector(conf)
+    errors: list[str] = []
+    consumer = inspector(conf, errors)
     try:
         meta = consumer.list_topics(topic, timeout=timeout_s)
         info = meta.topics.get(topic)
@@ -64,7 +74,12 @@ def end_offsets(conf: Mapping[str, Any], topic: str, timeout_s: float = 10.0) ->
             out[p] = high
         return out
     except KafkaException as e:
-        raise ConnectionError(f"Kafka at {conf.get('bootstrap.servers')}: {e}") from e
+        consumer.poll(0.1)  # serves the error callback
+        # "... SASL authentication error: ... (after 250ms in state AUTH_REQ)", once each.
+        said = list(dict.fromkeys(m.split(" (after ")[0] for m in errors))[:2]
+        raise ConnectionError(
+            f"Kafka at {conf.get('bootstrap.servers')}: {e}" + "".join(f"; {m}" for m in said)
+        ) from e
     finally:
         consumer.close()
 
@@ -93,7 +108,9 @@ def committed_offsets(
     conf: Mapping[str, Any], group: str, topic: str, partitions: list[int], timeout_s: float = 10.0
 ) -> dict[int, int]:
     """The consumer group's committed offset per partition (0 where it has none)."""
-    consumer = Consumer({**conf, "group.id": group, "enable.auto.commit": False, "log_level": 3})
+    consumer = Consumer(
+        {**conf, "group.id": group, "enable.auto.commit": False, "log_level": _QUIET}
+    )
     try:
         got = consumer.committed([TopicPartition(topic, p) for p in partitions], timeout=timeout_s)
         return {tp.partition: max(tp.offset, 0) for tp in got}

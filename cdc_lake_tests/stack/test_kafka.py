@@ -14,7 +14,7 @@ from confluent_kafka.admin import AdminClient, NewTopic  # pyright: ignore[repor
 from cdc_lake.stack import LocalStack
 from cdc_lake.stack.kafka_acls import Grant, acl_fields, grants, sync
 from cdc_lake.stack.settings import CONNECT_TOPIC_PREFIX
-from cdc_lake.streaming.topics import end_offsets
+from cdc_lake.streaming.topics import consumer_lag, end_offsets
 from cdc_lake_tests.second_user import (
     as_user,
     attacker,
@@ -186,3 +186,18 @@ def test_kafka_produce_consume_round_trip_as_the_tests_user(local_stack: LocalSt
         assert "Authentication" in str(e) or "_TRANSPORT" in str(e) or "TIMED_OUT" in str(e), e
     else:
         raise AssertionError("a wrong password listed the topics")
+
+
+def test_offsets_are_read_quietly_and_a_refused_login_says_why(
+    local_stack: LocalStack, capfd: pytest.CaptureFixture[str]
+):
+    """The Dagster side's offset and lag reads print nothing (librdkafka's own lines stay out of
+    a run's output); a login the broker refuses raises, naming the reason."""
+    conf = local_stack.settings.kafka_client_conf()
+    configs = f"{CONNECT_TOPIC_PREFIX}configs"
+    capfd.readouterr()
+    for _ in range(10):
+        assert sum(consumer_lag(conf, TEST_GROUP, configs).values()) > 0
+    assert capfd.readouterr().err == ""
+    with pytest.raises(ConnectionError, match="invalid credentials"):
+        end_offsets({**conf, "sasl.password": "wrong"}, configs, timeout_s=5)

@@ -29,20 +29,23 @@ class _Consumer:
             raise KafkaException(KafkaError(self.fails.pop(0)))
         return 0, 10 + tp.partition
 
+    def poll(self, timeout: float) -> None:  # serves the error callback: none here
+        return None
+
     def close(self) -> None:
         pass
 
 
 def test_a_moving_leader_is_asked_again(monkeypatch: pytest.MonkeyPatch) -> None:
     fake = _Consumer([KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE])
-    monkeypatch.setattr(topics, "inspector", lambda conf: fake)
+    monkeypatch.setattr(topics, "inspector", lambda conf, errors=None: fake)
     assert topics.end_offsets({}, "t", timeout_s=5) == {0: 10, 1: 11}
     assert fake.asked == 4
 
 
 def test_a_leader_that_never_comes_fails_at_the_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
     fake = _Consumer([KafkaError.NOT_LEADER_FOR_PARTITION] * 1000)
-    monkeypatch.setattr(topics, "inspector", lambda conf: fake)
+    monkeypatch.setattr(topics, "inspector", lambda conf, errors=None: fake)
     with pytest.raises(ConnectionError, match="Not leader|NOT_LEADER"):
         topics.end_offsets({"bootstrap.servers": "b:1"}, "t", timeout_s=1)
     assert 2 <= fake.asked < 20
@@ -50,7 +53,7 @@ def test_a_leader_that_never_comes_fails_at_the_timeout(monkeypatch: pytest.Monk
 
 def test_other_errors_are_not_retried(monkeypatch: pytest.MonkeyPatch) -> None:
     fake = _Consumer([KafkaError.TOPIC_AUTHORIZATION_FAILED])
-    monkeypatch.setattr(topics, "inspector", lambda conf: fake)
+    monkeypatch.setattr(topics, "inspector", lambda conf, errors=None: fake)
     with pytest.raises(ConnectionError, match="b:1"):
         topics.end_offsets({"bootstrap.servers": "b:1"}, "t", timeout_s=5)
     assert fake.asked == 1
