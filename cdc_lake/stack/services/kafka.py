@@ -192,7 +192,10 @@ class Kafka(JavaService):
                 future.result()
             sync(admin, grants(s))
         except Exception as e:  # noqa: BLE001 - any broker error is a failed start
-            raise StackError(f"kafka: setting users and ACLs failed: {e} (see {self.log})") from e
+            raise StackError(
+                f"kafka: setting users and ACLs failed: {e} (see {self.log}). A broker started "
+                "by an older cdc-lake has no authorizer: `cdc-lake stack down`, then `stack up`."
+            ) from e
         for user in clients:
             if not wait_until(lambda u=user: self._logs_in(u), 30, alive=lambda: True):
                 raise StackError(
