@@ -60,6 +60,7 @@ COMMON_CALLS: dict[Call, tuple[str, ...]] = {
     ("kafka", "get_watermark_offsets"): ("kafka-cluster:DescribeTopic",),  # ListOffsets
     ("kafka", "committed"): ("kafka-cluster:DescribeGroup", "kafka-cluster:DescribeTopic"),
     ("kafka", "close"): (),  # never subscribed: no LeaveGroup
+    ("kafka", "poll"): (),  # never assigned: serves the client's error callback, fetches nothing
 }
 
 TARGET_CALLS: dict[SparkTarget, dict[Call, tuple[str, ...]]] = {
