@@ -116,8 +116,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", default="")
     args = ap.parse_args(argv)
 
-    from cdc_lake.lake.ingest import RawSource, ingest_new_files
+    from bench.synthetic import OUTBOX_SCHEMA
+    from cdc_lake.lake.ingest import ingest_new_files
+    from cdc_lake.lake.raw_lines import RawSource
     from cdc_lake.lake.table_state import evaluate
+    from cdc_lake.source.captured import OUTBOX
     from cdc_lake.spark_apps import jvm_names
     from cdc_lake.stack import LocalStack, StackSettings
     from cdc_lake.stack.install import install
@@ -164,8 +167,8 @@ def main(argv: list[str] | None = None) -> int:
         states: dict[str, Any] = {}
         for name, table in tables.items():
             with session_settings(spark, sides[name]):
-                res = ingest_new_files(spark, client, source, table)
-                st = evaluate(spark, table, None)
+                res = ingest_new_files(spark, client, source, table, captured=OUTBOX)
+                st = evaluate(spark, table, None, schema=OUTBOX_SCHEMA)
             assert st is not None
             states[name] = st.digest
             say(f"{name}: history of {res.events_read:,} events in {res.seconds:.1f}s")
@@ -179,9 +182,9 @@ def main(argv: list[str] | None = None) -> int:
                 table = tables[name]
                 with session_settings(spark, sides[name]):
                     t0 = time.time()
-                    res = ingest_new_files(spark, client, source, table)
+                    res = ingest_new_files(spark, client, source, table, captured=OUTBOX)
                     t1 = time.time()
-                    st = evaluate(spark, table, states[name])
+                    st = evaluate(spark, table, states[name], schema=OUTBOX_SCHEMA)
                     t2 = time.time()
                 assert st is not None and res.committed is not None
                 states[name] = st.digest

@@ -190,9 +190,10 @@ def _redeliver(conf: dict[str, Any], topic: str, live: set[int], n: int) -> list
 def _source_rows(conn: Any) -> dict[int, int]:
     """order_id -> the row hash of ``cdc_lake/lake/digest.py`` for every outbox row."""
     # The digest's own canonical text and hash, per row instead of per bucket.
+    from bench.synthetic import OUTBOX_SCHEMA
     from cdc_lake.lake.digest import sql_row_hash
 
-    sql = f"SELECT order_id, {sql_row_hash()} FROM datalake.cdc_events"
+    sql = f"SELECT order_id, {sql_row_hash(OUTBOX_SCHEMA)} FROM datalake.cdc_events"
     with conn.cursor() as cur:
         cur.execute(sql)
         return {int(o): int(h) for o, h in cur.fetchall()}
@@ -223,14 +224,18 @@ def worker(cfg: dict[str, Any]) -> dict[str, Any]:
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
+    from bench.synthetic import OUTBOX_SCHEMA
     from cdc_lake.defs.raw.assets import raw_cdc_files
     from cdc_lake.defs.source.assets import cdc_events_outbox
     from cdc_lake.defs.streaming.assets import cdc_events_topic
     from cdc_lake.lake import transforms as T
     from cdc_lake.lake.digest import spark_row_hash
-    from cdc_lake.lake.ingest import RawSource, ingest_new_files, read_table
+    from cdc_lake.lake.ingest import ingest_new_files
     from cdc_lake.lake.ordering import live_rows
+    from cdc_lake.lake.raw_lines import RawSource
+    from cdc_lake.lake.readers import read_table
     from cdc_lake.resources.local import local_resources
+    from cdc_lake.source.captured import OUTBOX
     from cdc_lake.source.workload import Workload
     from cdc_lake.stack import LocalStack, StackSettings
     from cdc_lake.stack.services import Postgres
@@ -258,7 +263,7 @@ def worker(cfg: dict[str, Any]) -> dict[str, Any]:
         slot_name=f"ice_{run}_slot",
         raw_prefix=f"ice-{run}/",
         flush_interval_ms=cfg["flush_interval_ms"],
-        lake={"table_prefix": f"bench-connect-iceberg/{run}/hudi"},
+        lake={"lake_prefix": f"bench-connect-iceberg/{run}"},
     )
     cdc = resources["cdc"]
     kafka_conf = resources["kafka"].client_conf()
@@ -310,7 +315,7 @@ def worker(cfg: dict[str, Any]) -> dict[str, Any]:
     ).success
     sink_name = f"{prefix}-iceberg-sink"
     config = sink_config(
-        topic=cdc.topic,
+        topic=cdc.topic_of(OUTBOX),
         table=f"{NAMESPACE}.{TABLE}",
         control_topic=f"{prefix}-iceberg-control",
         catalog_uri=catalog_uri,
@@ -321,12 +326,12 @@ def worker(cfg: dict[str, Any]) -> dict[str, Any]:
     )
     try:
         connect.deploy(sink_name, config, timeout_s=120, log=say)
-        source = RawSource(s.raw_bucket, cdc.raw_prefix, cdc.topic)
-        table = resources["lake"].table_config()
+        source = RawSource(s.raw_bucket, cdc.raw_prefix, cdc.topic_of(OUTBOX))
+        table = resources["lake"].table_config(OUTBOX)
         hudi_seen: dict[tuple[int, int], float] = {}  # (order_id, lsn) -> refresh end
 
         def refresh() -> int:
-            res = ingest_new_files(spark, s3, source, table)
+            res = ingest_new_files(spark, s3, source, table, captured=OUTBOX)
             done = time.time()
             for f in res.files:  # what the refresh read: the objects as they are now
                 body = s3.get_object(Bucket=s.raw_bucket, Key=f.key)["Body"].read().decode()
@@ -342,9 +347,9 @@ def worker(cfg: dict[str, Any]) -> dict[str, Any]:
 
         def caught_up(timeout_s: float) -> None:
             """Both sides hold every record the topic has now."""
-            ends = end_offsets(kafka_conf, cdc.topic)
+            ends = end_offsets(kafka_conf, cdc.topic_of(OUTBOX))
             total = sum(ends.values())
-            wait_for_consumer(kafka_conf, cdc.sink_consumer_group, cdc.topic, timeout_s)
+            wait_for_consumer(kafka_conf, cdc.sink_consumer_group, cdc.topic_of(OUTBOX), timeout_s)
             refresh()
             deadline = time.monotonic() + timeout_s
             while (n := iceberg_rows()) < total:
@@ -386,7 +391,10 @@ def worker(cfg: dict[str, Any]) -> dict[str, Any]:
         finally:
             conn.close()
         redelivered = _redeliver(
-            s.kafka_client_conf(s.kafka_tester_user), cdc.topic, set(source_rows), cfg["redeliver"]
+            s.kafka_client_conf(s.kafka_tester_user),
+            cdc.topic_of(OUTBOX),
+            set(source_rows),
+            cfg["redeliver"],
         )
         out["redelivered"] = len(redelivered)
         caught_up(cfg["timeout_s"])
@@ -415,10 +423,11 @@ def worker(cfg: dict[str, Any]) -> dict[str, Any]:
         out["workload_events"] = len(commits)
 
         # The end state against the source.
+        row_hash = spark_row_hash(OUTBOX_SCHEMA)
         hudi_live = {
             int(r["order_id"]): int(r["h"])
             for r in live_rows(read_table(spark, table.base_path))
-            .select("order_id", spark_row_hash().alias("h")).collect()
+            .select("order_id", row_hash.alias("h")).collect()
         }  # fmt: skip
         out["hudi_equal"] = hudi_live == source_rows
         raw = snap.select(
@@ -426,14 +435,14 @@ def worker(cfg: dict[str, Any]) -> dict[str, Any]:
                 (F.col(f.name) if f.name in snap.columns else F.lit(None))
                 .cast(f.dataType)
                 .alias(f.name)
-                for f in T.raw_event_schema().fields
+                for f in T.raw_event_schema(OUTBOX_SCHEMA).fields
                 if f.name != T.CORRUPT_COLUMN
             ]
         )
         rows = [
             (int(r["order_id"]), int(r["h"]), r["cdc_ordering"], r["is_deleted"])
-            for r in T.to_lake_rows(raw)
-            .select("order_id", spark_row_hash().alias("h"), "cdc_ordering", "is_deleted")
+            for r in T.to_lake_rows(raw, OUTBOX_SCHEMA, OUTBOX)
+            .select("order_id", row_hash.alias("h"), "cdc_ordering", "is_deleted")
             .collect()
         ]
         # Per key, the row delivered last (greatest Kafka offset; one partition).
@@ -443,8 +452,8 @@ def worker(cfg: dict[str, Any]) -> dict[str, Any]:
         ).drop("_last")
         arrived = {
             int(r["order_id"]): (int(r["h"]), bool(r["is_deleted"]))
-            for r in T.to_lake_rows(arrived_raw)
-            .select("order_id", spark_row_hash().alias("h"), "is_deleted")
+            for r in T.to_lake_rows(arrived_raw, OUTBOX_SCHEMA, OUTBOX)
+            .select("order_id", row_hash.alias("h"), "is_deleted")
             .collect()
         }
         per_key: dict[int, list[tuple[int, str, bool]]] = {}

@@ -140,7 +140,7 @@ def materialize(assets: Sequence[Any], **kwargs: Any) -> Any:
     progress lines and the assets' own, not every engine event at DEBUG."""
     import dagster as dg
 
-    from cdc_lake.demo import QUIET
+    from cdc_lake.ops.demo import QUIET
 
     return dg.materialize(assets, run_config=QUIET, **kwargs)
 

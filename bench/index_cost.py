@@ -18,7 +18,10 @@ from typing import Any
 from bench.harness import Figure, median
 from bench.scale import TOPIC, put_updates, write_raw
 from cdc_lake.lake.hudi import HudiTableConfig
-from cdc_lake.lake.ingest import RawSource, ingest_new_files, read_table
+from cdc_lake.lake.ingest import ingest_new_files
+from cdc_lake.lake.raw_lines import RawSource
+from cdc_lake.lake.readers import read_table
+from cdc_lake.source.captured import OUTBOX
 
 INDEXES = ("GLOBAL_SIMPLE", "RECORD_INDEX")
 EVENTS_PER_NEW_FILE = 100
@@ -48,7 +51,9 @@ def bench_index(
             for name in INDEXES
         }
         for name, table in tables.items():
-            res = ingest_new_files(spark, client, RawSource(raw_bucket, prefix, TOPIC), table)
+            res = ingest_new_files(
+                spark, client, RawSource(raw_bucket, prefix, TOPIC), table, captured=OUTBOX
+            )
             say(f"  {name}: history ingested in {res.seconds:.1f}s")
         setups[h] = (prefix, offsets, tables)
     times: dict[tuple[int, str], list[float]] = {(h, n): [] for h in histories for n in INDEXES}
@@ -57,7 +62,9 @@ def bench_index(
             put_updates(client, raw_bucket, prefix, offsets, n_new, EVENTS_PER_NEW_FILE, h // 5, r,
                         stride=1_000_000)  # fmt: skip
             for name, table in tables.items():
-                res = ingest_new_files(spark, client, RawSource(raw_bucket, prefix, TOPIC), table)
+                res = ingest_new_files(
+                    spark, client, RawSource(raw_bucket, prefix, TOPIC), table, captured=OUTBOX
+                )
                 assert len(res.files) == n_new, (h, name, len(res.files))
                 times[(h, name)].append(res.seconds)
                 say(f"  round {r + 1}/{reps}: {h:,} events, {name}: {res.seconds:.2f}s")

@@ -45,14 +45,14 @@ import psycopg2
 from confluent_kafka import Consumer, TopicPartition
 
 from bench.harness import Figure, materialize
+from bench.outbox import HUDI_KEY, cdc_events_hudi, raw_cdc_files_sensor
 from bench.pipeline import BenchPipeline
 from bench.refresh_lake import new_commit
-from cdc_lake.defs.lake.assets import cdc_events_hudi
-from cdc_lake.defs.lake.sensors import raw_cdc_files_sensor
 from cdc_lake.defs.unchanged import lake_checkpoint
 from cdc_lake.lake.checkpoint import Checkpoint, pending
 from cdc_lake.raw.objects import RawLayout
 from cdc_lake.resources.local import local_resources
+from cdc_lake.source.captured import OUTBOX
 from cdc_lake.source.workload import Change, Workload
 from cdc_lake.stack import LocalStack
 from cdc_lake.stack.settings import local_secret_env
@@ -172,7 +172,7 @@ class _Lane:
         }
         if profile.flush_interval_ms is not None:
             pipeline["flush_interval_ms"] = profile.flush_interval_ms
-        lake: dict[str, Any] = {"table_prefix": f"lat/{slug}/cdc_events"}
+        lake: dict[str, Any] = {"lake_prefix": f"lat/{slug}"}
         if profile.hudi_options:
             lake["hudi_options"] = dict(profile.hudi_options)
         # The benchmark's own session, already warm: the lake server is not in the figure.
@@ -191,7 +191,7 @@ class _Lane:
             tempdir=str(home), overrides={"telemetry": {"enabled": False}}
         )
         self.s3 = stack.service("s3").client()  # type: ignore[attr-defined]
-        self.layout = RawLayout(self.cdc.raw_prefix, self.cdc.topic)
+        self.layout = RawLayout(self.cdc.raw_prefix, self.cdc.topic_of(OUTBOX))
         self.pipeline = BenchPipeline(stack, self.resources, self.instance)
         self.changes: list[Change] = []
         self.events: dict[int, list[_Event]] = {}  # order_id -> its events in the lake
@@ -280,13 +280,13 @@ class _Lane:
             tick_at = origin + k * self.period
             time.sleep(max(0.0, tick_at - time.time()))
             if self.pipeline.tick():
-                before = lake_checkpoint(self.instance)
+                before = lake_checkpoint(self.instance, HUDI_KEY)
                 outcome = self._materialize()
                 done = time.time()
                 self.run_seconds.append(done - tick_at)
                 if not new_commit(outcome):
                     self.runs_without_commit += 1
-                self._collect(before, lake_checkpoint(self.instance), tick_at, done)
+                self._collect(before, lake_checkpoint(self.instance, HUDI_KEY), tick_at, done)
                 self.say(f"  [{self.profile.name}] run: {done - tick_at:.1f}s after its tick")
                 # The ticks that fell while the run was in flight skipped.
                 k = max(k + 1, math.ceil((done - origin) / self.period))
@@ -310,7 +310,7 @@ class _Lane:
     def traces(self) -> list[_Trace]:
         # The records' own times, read as the benchmarks' Kafka user (Dagster's only describes).
         s = self.stack.settings
-        kafka_ts = _kafka_times(s.kafka_client_conf(s.kafka_tester_user), self.cdc.topic)
+        kafka_ts = _kafka_times(s.kafka_client_conf(s.kafka_tester_user), self.cdc.topic_of(OUTBOX))
         out = []
         for ch in self.changes:
             e = self._match(ch)

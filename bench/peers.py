@@ -47,8 +47,10 @@ from bench import peers_large as PL
 from bench.harness import Figure, median, rotation
 from bench.peers_large import LargeTable
 from bench.scale import EVENTS_PER_FILE, PARTITIONS, TOPIC, events_for, write_raw
+from bench.synthetic import OUTBOX_SCHEMA
 from cdc_lake.lake.hudi import HudiTableConfig
 from cdc_lake.lake.transforms import lake_columns
+from cdc_lake.source.captured import OUTBOX
 
 SIDES = ("A", "B", "C", "D")
 SIDE_NAMES = {
@@ -67,7 +69,7 @@ EXTENSIONS = (
     "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions",
 )
 # The columns every side's table holds: the lake row without Hudi's and the delete flag.
-COMPARED = tuple(c for c in lake_columns() if c != "is_deleted")
+COMPARED = tuple(c for c in lake_columns(OUTBOX_SCHEMA, OUTBOX) if c != "is_deleted")
 DIGEST_SHIFT = 10**7  # digest = sum(order_id * shift + cdc_lsn): the LSNs stay below it
 
 
@@ -168,9 +170,10 @@ def worker(cfg: dict[str, Any]) -> dict[str, Any]:
     from cdc_lake.lake.checkpoint import Checkpoint
     from cdc_lake.lake.checkpoint import plan as read_plan
     from cdc_lake.lake.hudi import SESSION_CONF
-    from cdc_lake.lake.ingest import RawSource, ingest_new_files, read_lines, read_table
+    from cdc_lake.lake.ingest import ingest_new_files
     from cdc_lake.lake.ordering import ORDERING_FIELD, latest_per_key
-    from cdc_lake.source.captured import OUTBOX
+    from cdc_lake.lake.raw_lines import RawSource, read_lines
+    from cdc_lake.lake.readers import read_table
     from cdc_lake.stack import LocalStack, StackSettings
     from cdc_lake.stack.spark import build_spark_session
 
@@ -221,8 +224,10 @@ def worker(cfg: dict[str, Any]) -> dict[str, Any]:
 
     def batch_latest(objects: list[Any]) -> DataFrame:
         """B's, C's and D's batch: the latest change per key, cut from its lineage."""
-        good, _ = T.split_valid(T.parse_raw_lines(read_lines(spark, source, objects)))
-        return latest_per_key(T.to_lake_rows(good), "order_id").localCheckpoint(eager=True)
+        lines = read_lines(spark, source, objects)
+        good, _ = T.split_valid(T.parse_raw_lines(lines, OUTBOX_SCHEMA))
+        lake_rows = T.to_lake_rows(good, OUTBOX_SCHEMA, OUTBOX)
+        return latest_per_key(lake_rows, "order_id").localCheckpoint(eager=True)
 
     on = f"t.{OUTBOX.key} = s.{OUTBOX.key}"
     merge_rule = (
@@ -274,7 +279,9 @@ def worker(cfg: dict[str, Any]) -> dict[str, Any]:
                 extra = cfg["variant_options"] if self.name == "A2" else {}
                 table = variant_table(self.target(), extra)
                 with session_settings(spark, extra):
-                    ingest_new_files(spark, client, source, table, max_files=len(objects))
+                    ingest_new_files(
+                        spark, client, source, table, max_files=len(objects), captured=OUTBOX
+                    )
                 return
             latest = batch_latest(objects)
             if self.name == "D":

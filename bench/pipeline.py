@@ -11,12 +11,14 @@ from typing import Any
 import dagster as dg
 
 from bench.harness import materialize
-from cdc_lake.defs.lake.sensors import SENSOR_RESOURCES, raw_cdc_files_sensor
+from bench.outbox import HUDI_KEY, raw_cdc_files_sensor
+from cdc_lake.defs.lake.sensors import SENSOR_RESOURCES
 from cdc_lake.defs.raw.assets import raw_cdc_files
 from cdc_lake.defs.source.assets import cdc_events_outbox
 from cdc_lake.defs.streaming.assets import cdc_events_topic
 from cdc_lake.defs.unchanged import lake_checkpoint
 from cdc_lake.lake.checkpoint import Checkpoint
+from cdc_lake.source.captured import OUTBOX
 from cdc_lake.stack import LocalStack
 from cdc_lake.stack.services import Postgres
 from cdc_lake.streaming.topics import end_offsets
@@ -59,9 +61,9 @@ class BenchPipeline:
 
     def caught_up(self) -> bool:
         """Whether the lake's checkpoint has every record of the topic."""
-        stored = lake_checkpoint(self.instance)
+        stored = lake_checkpoint(self.instance, HUDI_KEY)
         if not stored:
             return False
         cp = Checkpoint.from_json(stored)
-        ends = end_offsets(self.resources["kafka"].client_conf(), self.cdc.topic)
+        ends = end_offsets(self.resources["kafka"].client_conf(), self.cdc.topic_of(OUTBOX))
         return all(cp.offset(p) >= end - 1 for p, end in ends.items())

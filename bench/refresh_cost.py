@@ -27,10 +27,11 @@ import dagster as dg
 from pyspark.sql import SparkSession
 
 from bench.harness import Figure, materialize, median, paired
+from bench.outbox import HUDI_KEY
 from bench.refresh_lake import ASSETS, new_commit, synthetic_lake
 from bench.synthetic import event
-from cdc_lake.defs.keys import HUDI_KEY
 from cdc_lake.lake.hudi import HudiTableConfig, completed_commits
+from cdc_lake.source.captured import OUTBOX
 from cdc_lake.stack import LocalStack
 from cdc_lake.stack.settings import local_secret_env
 
@@ -67,7 +68,7 @@ def bench_refresh_cost(
 def _compactions(resources: dict[str, Any]) -> int:
     spark = SparkSession.getActiveSession()
     assert spark is not None
-    base_path = resources["lake"].table_config().base_path
+    base_path = resources["lake"].table_config(OUTBOX).base_path
     return sum(c.action == "commit" for c in completed_commits(spark, base_path))
 
 

@@ -10,9 +10,8 @@ from typing import Any
 
 import dagster as dg
 
+from bench.outbox import HUDI_KEY, cdc_events_hudi
 from bench.synthetic import SyntheticLake, event
-from cdc_lake.defs.keys import HUDI_KEY
-from cdc_lake.defs.lake.assets import cdc_events_hudi
 from cdc_lake.defs.marts.assets import order_items
 from cdc_lake.resources.local import local_resources
 from cdc_lake.spark_apps.params import UpsertReport
@@ -34,7 +33,7 @@ def synthetic_lake(
     resources = local_resources(
         s,
         lake={
-            "table_prefix": f"synthetic/{lake.name}/cdc_events",
+            "lake_prefix": f"synthetic/{lake.name}",
             "order_items_prefix": f"synthetic/{lake.name}/order_items",
             **lake_settings,
         },

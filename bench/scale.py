@@ -154,11 +154,15 @@ def worker(cfg: dict[str, Any]) -> dict[str, Any]:
     """Runs in its own process: paired A/B runs on one scale's raw files."""
     from pyspark.sql import functions as F
 
+    from bench.synthetic import OUTBOX_SCHEMA
     from cdc_lake.lake import transforms as T
     from cdc_lake.lake.hudi import HudiTableConfig
-    from cdc_lake.lake.ingest import RawSource, ingest_new_files, read_lines, read_table
+    from cdc_lake.lake.ingest import ingest_new_files
     from cdc_lake.lake.ordering import latest_per_key
+    from cdc_lake.lake.raw_lines import RawSource, read_lines
+    from cdc_lake.lake.readers import read_table
     from cdc_lake.raw.objects import RawLayout, list_objects
+    from cdc_lake.source.captured import OUTBOX
     from cdc_lake.stack import LocalStack, StackSettings
     from cdc_lake.stack.process import peak_rss_mb
     from cdc_lake.stack.spark import build_spark_session
@@ -189,7 +193,7 @@ def worker(cfg: dict[str, Any]) -> dict[str, Any]:
             extra_options=cfg.get("variant_options", {}) if variant else {},
         )
         t0 = time.perf_counter()
-        res = ingest_new_files(spark, client, source, table)
+        res = ingest_new_files(spark, client, source, table, captured=OUTBOX)
         out["a2" if variant else "a"].append(time.perf_counter() - t0)
         out["events"] = res.events_read
         rows["hudi-variant" if variant else "hudi"] = read_table(spark, table.base_path).count()
@@ -197,9 +201,10 @@ def worker(cfg: dict[str, Any]) -> dict[str, Any]:
     def run_b(rep: int) -> None:
         t0 = time.perf_counter()
         objects = list_objects(client, source.bucket, RawLayout(source.prefix, TOPIC)).objects
-        parsed = T.parse_raw_lines(read_lines(spark, source, sorted(objects)))
+        parsed = T.parse_raw_lines(read_lines(spark, source, sorted(objects)), OUTBOX_SCHEMA)
         good, _ = T.split_valid(parsed)
-        latest = latest_per_key(T.to_lake_rows(good), "order_id").where(~F.col("is_deleted"))
+        lake_rows = T.to_lake_rows(good, OUTBOX_SCHEMA, OUTBOX)
+        latest = latest_per_key(lake_rows, "order_id").where(~F.col("is_deleted"))
         path = f"{base}/parquet-{rep}"
         latest.write.mode("overwrite").parquet(path)
         out["b"].append(time.perf_counter() - t0)
@@ -207,7 +212,7 @@ def worker(cfg: dict[str, Any]) -> dict[str, Any]:
 
     # Warm-up (JVM, Hudi's classes, the S3 client) on one file, so that neither side pays it.
     warm = HudiTableConfig(base_path=f"{base}/warm-up", parallelism=cfg["parallelism"])
-    ingest_new_files(spark, client, source, warm, max_files=1)
+    ingest_new_files(spark, client, source, warm, max_files=1, captured=OUTBOX)
     for rep in range(cfg["reps"]):
         run_a(rep)
         if out["peak_mib_after_first_a"] is None:

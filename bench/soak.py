@@ -44,17 +44,18 @@ import dagster as dg
 
 from bench.harness import Figure, materialize
 from bench.latency import tick_period
+from bench.outbox import HUDI_KEY, OUTBOX_KEYS
 from bench.pipeline import BenchPipeline
 from bench.refresh_lake import ASSETS
-from cdc_lake.defs.keys import HUDI_KEY, ORDER_ITEMS_KEY, OUTBOX_KEYS
+from cdc_lake.defs.keys import ORDER_ITEMS_KEY
 from cdc_lake.defs.lake.checks import lake_checks
 from cdc_lake.defs.lake.jobs import hudi_op
 from cdc_lake.defs.unchanged import lake_checkpoint
-from cdc_lake.instance import prepare_home
 from cdc_lake.lake.timeline import timeline_prefix
+from cdc_lake.ops.instance import prepare_home
 from cdc_lake.resources.local import local_resources
-from cdc_lake.run_retention import prune_runs
-from cdc_lake.source.captured import RESCAN_CHECK
+from cdc_lake.runs.retention import prune_runs
+from cdc_lake.source.captured import OUTBOX, RESCAN_CHECK
 from cdc_lake.source.preflight import slot_lag
 from cdc_lake.source.workload import Workload
 from cdc_lake.spark_apps.params import UpsertReport
@@ -129,7 +130,7 @@ class Soak:
         self.resources = local_resources(
             s,
             lake={
-                "table_prefix": f"{NAME}/cdc_events",
+                "lake_prefix": f"{NAME}",
                 "order_items_prefix": f"{NAME}/order_items",
             },
             spark="server",  # the long-lived lake server is what soaks
@@ -293,7 +294,7 @@ class Soak:
         seconds = time.monotonic() - t0
         after_mb = _dir_mb(self.home)
         held = self.instance.get_latest_materialization_event(HUDI_KEY)
-        state_kept = held is not None and lake_checkpoint(self.instance) is not None
+        state_kept = held is not None and lake_checkpoint(self.instance, HUDI_KEY) is not None
         self.say(f"{NAME}: pruned {len(pruned)} of {runs} runs in {seconds:.1f}s")
         return [
             Figure(NAME, "runs pruned (dagster_runs_prune's rules)", len(pruned), "",
@@ -344,7 +345,9 @@ class Soak:
         finally:
             conn.close()
         behind = consumer_lag(
-            self.resources["kafka"].client_conf(), self.cdc.sink_consumer_group, self.cdc.topic
+            self.resources["kafka"].client_conf(),
+            self.cdc.sink_consumer_group,
+            self.cdc.topic_of(OUTBOX),
         )
         wal = lag.restart_lag_bytes if lag is not None else None
         return (wal / 1e6 if wal is not None else math.nan), sum(behind.values())

@@ -36,7 +36,7 @@ def _child(name: str, mode: str) -> None:
     t0 = time.monotonic()
     resources = local_resources(
         lake={
-            "table_prefix": f"synthetic/{name}/cdc_events",
+            "lake_prefix": f"synthetic/{name}",
             "order_items_prefix": f"synthetic/{name}/order_items",
         },
         raw_prefix=f"synthetic/{name}/",

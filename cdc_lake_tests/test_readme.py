@@ -3,7 +3,7 @@ command is exactly what CI runs.
 
 Nothing runs and no stack is needed. Each ```bash, ```sh or ```console block is split into
 commands (``&&``, ``||``, ``;``, ``|``, ``\\`` continuations, ``#`` comments). A ``cdc-lake``
-command goes through the real ``cdc-lake`` parser: ``cdc_lake.cli.main`` with the parser stopped
+command goes through the real ``cdc-lake`` parser: ``cdc_lake.ops.cli.main`` with the parser stopped
 right after parsing, so an unknown subcommand, flag or value fails as it would for a reader. A
 ``python -m bench`` command goes through ``bench.__main__.cli_parser``. For the other tools
 (pip, ruff, pyright, pytest, dg, ...) only the executable must be one the docs may name.
@@ -28,7 +28,7 @@ from unittest import mock
 
 import pytest
 
-from cdc_lake import cli
+from cdc_lake.ops import cli
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -161,7 +161,7 @@ def _parse(parse: Any, argv: list[str], what: str) -> argparse.Namespace:
 
 
 def parse_cdc_lake(argv: list[str]) -> argparse.Namespace:
-    """``cdc-lake ARGV`` through ``cdc_lake.cli.main``, stopped once its parser has parsed."""
+    """``cdc-lake ARGV`` through ``cdc_lake.ops.cli.main``, stopped once its parser has parsed."""
     real = argparse.ArgumentParser.parse_args
 
     def parse_only(self: argparse.ArgumentParser, *args: Any, **kwargs: Any) -> NoReturn:
@@ -173,7 +173,7 @@ def parse_cdc_lake(argv: list[str]) -> argparse.Namespace:
                 cli.main(argv)
             except _Parsed as parsed:
                 return parsed.namespace
-        raise AssertionError("cdc_lake.cli.main returned without parsing its arguments")
+        raise AssertionError("cdc_lake.ops.cli.main returned without parsing its arguments")
 
     return _parse(run, argv, "cdc-lake " + shlex.join(argv))
 

@@ -24,8 +24,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from cdc_lake.defs.lake.assets import cdc_events_hudi
-from cdc_lake.defs.lake.checks import matches_source, no_quarantined_lines
+from bench.outbox import cdc_events_hudi, matches_source, no_quarantined_lines
 from cdc_lake.defs.marts.assets import order_items
 from cdc_lake.defs.raw.assets import raw_cdc_files
 from cdc_lake.defs.streaming.assets import cdc_events_topic

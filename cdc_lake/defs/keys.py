@@ -3,15 +3,15 @@ without importing their definitions (and the stages import no cycle).
 
 Keys follow the storage: the source table in PostgreSQL, the Kafka topic, the raw files on S3,
 the Hudi table, the order items on S3. Each captured table (``cdc_lake/source/captured.py``) has
-its own first four, named after it; the outbox's source is the outbox asset, which this project
-builds and keeps, and the order items are the outbox's alone.
+its own first four, named after it (its declaration may name the source asset); a mart's key is
+its own, and its table is the one whose declaration lists it (``marts``).
 """
 
 from dataclasses import dataclass
 
 import dagster as dg
 
-from cdc_lake.source.captured import OUTBOX, TABLES, CapturedTable
+from cdc_lake.source.captured import TABLES, CapturedTable
 
 
 @dataclass(frozen=True)
@@ -41,9 +41,7 @@ def table_keys(table: CapturedTable) -> TableKeys:
 
 
 KEYS = tuple(table_keys(t) for t in TABLES)
-OUTBOX_KEYS = table_keys(OUTBOX)
-OUTBOX_KEY = OUTBOX_KEYS.source
-TOPIC_KEY = OUTBOX_KEYS.topic
-RAW_KEY = OUTBOX_KEYS.raw
-HUDI_KEY = OUTBOX_KEYS.hudi
+# One Debezium connector and one S3 sink serve every table: their checks sit on the first
+# declared table's topic and raw files (the asset a user opens first).
+CONNECTORS = KEYS[0]
 ORDER_ITEMS_KEY = dg.AssetKey(["s3", "marts", "order_items"])

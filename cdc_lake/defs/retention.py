@@ -1,17 +1,17 @@
 """``dagster_runs_prune``: forget the finished runs older than ``keep_days``, keeping the newest
 ``keep_newest`` and every run that holds an asset's latest materialization or a check's latest
-evaluation (the rules: ``cdc_lake/run_retention.py``). Its schedule runs it daily once turned on
+evaluation (the rules: ``cdc_lake/runs/retention.py``). Its schedule runs it daily once turned on
 in the UI (Automation); a run of the job from the Launchpad prunes now.
 
 The sensor's ticks have their own retention, in the instance's ``dagster.yaml``
-(``cdc_lake/instance.py`` writes it for the stack's instance)."""
+(``cdc_lake/ops/instance.py`` writes it for the stack's instance)."""
 
 import datetime as dt
 
 import dagster as dg
 from dagster_shared.check import CheckError
 
-from cdc_lake.run_retention import prune_runs
+from cdc_lake.runs.retention import prune_runs
 
 
 class RunRetentionConfig(dg.Config):

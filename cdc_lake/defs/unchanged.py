@@ -22,7 +22,6 @@ from dagster._core.storage.asset_check_execution_record import (
     COMPLETED_ASSET_CHECK_EXECUTION_RECORD_STATUSES,
 )
 
-from cdc_lake.defs.keys import HUDI_KEY
 from cdc_lake.spark_apps.params import UpsertReport
 
 
@@ -82,8 +81,8 @@ def checkpoint_of(metadata: dict[str, dg.MetadataValue]) -> dict | None:
     return value if isinstance(value, dict) else None
 
 
-def lake_checkpoint(instance: dg.DagsterInstance, key: dg.AssetKey = HUDI_KEY) -> dict | None:
-    """The checkpoint of a Hudi asset's latest materialization (the outbox's by default): where
-    that lake table is."""
+def lake_checkpoint(instance: dg.DagsterInstance, key: dg.AssetKey) -> dict | None:
+    """The checkpoint of the Hudi asset ``key``'s latest materialization: where that lake table
+    is."""
     latest = latest_materialization(instance, key)
     return checkpoint_of(latest[1]) if latest else None

@@ -1,7 +1,8 @@
 """The production stack as code: one AWS CDK app (``app.py``) that declares what
-``CDC_LAKE_ENV=prod`` expects (``stack.py``; the Dagster role's permissions come from the calls
-the Dagster side makes, ``dagster_calls.py``), and the command that turns a deployed stack's
-outputs into the Dagster deployment's environment (``outputs.py``, ``cdc-lake aws env``).
+``CDC_LAKE_ENV=prod`` expects (``stack.py``, assembling the parts its sibling modules build; the
+Dagster role's permissions come from the calls the Dagster side makes, ``dagster_calls.py``), and
+the command that turns a deployed stack's outputs into the Dagster deployment's environment
+(``outputs.py``, ``cdc-lake aws env``).
 
 Synthesis runs offline: ``aws-cdk-lib`` from PyPI drives its bundled jsii runtime on the
 machine's Node.js, and no lookup reaches AWS (an existing VPC is given by its ids, not looked

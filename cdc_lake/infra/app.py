@@ -15,7 +15,8 @@ from typing import Any
 import aws_cdk as cdk
 from cdk_nag import AwsSolutionsChecks
 
-from cdc_lake.infra.stack import CdcLakeStack, InfraSettings
+from cdc_lake.infra.settings import InfraSettings
+from cdc_lake.infra.stack import CdcLakeStack
 
 DEFAULT_STACK = "cdc-lake"
 # CDK feature flags this app takes (new projects' defaults): access logs are delivered under a

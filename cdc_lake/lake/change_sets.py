@@ -28,8 +28,9 @@ Trust (``read_change_sets``)
     table has it, else a read of the snapshot), never to a partial set. A rerun of the same
     commit cannot happen (a retried refresh makes a new commit), and a change set whose commit was
     rolled back is never read. MERGE_ON_READ delta commits get none (their changes sit in log
-    files): readers fall back as before. Nor does a table's first commit (``ingest._write``):
-    a reader follows commits after the one it last saw, and one that saw none scans the table.
+    files): readers fall back as before. Nor does a table's first commit
+    (``commit.write_commit``): a reader follows commits after the one it last saw, and one that
+    saw none scans the table.
 """
 
 from __future__ import annotations
@@ -50,7 +51,6 @@ from cdc_lake.lake.hudi import (
     path_exists,
 )
 from cdc_lake.lake.schema import spark_type
-from cdc_lake.lake.tables import or_declared
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -68,11 +68,11 @@ def change_set_path(base_path: str, instant: str) -> str:
     return f"{base_path.rstrip('/')}/{CHANGE_SETS_DIR}/{instant}"
 
 
-def _image_struct(schema: LakeSchema | None, *first: tuple[str, str]) -> StructType:
+def _image_struct(schema: LakeSchema, *first: tuple[str, str]) -> StructType:
     """An image's columns, the table's and the lake's own, lake-typed (after ``first``)."""
     from pyspark.sql.types import StructType
 
-    lake = {c.name: c.lake_type for c in or_declared(schema).columns}
+    lake = {c.name: c.lake_type for c in schema.columns}
     struct = StructType()
     for name, ddl in first:
         struct.add(name, spark_type(ddl))
@@ -86,12 +86,13 @@ def write_change_set(
     base_path: str,
     commit: CommitInfo,
     keys: DataFrame,
-    schema: LakeSchema | None = None,
+    schema: LakeSchema,
 ) -> int | None:
     """The change set of ``commit`` (just completed, COPY_ON_WRITE) for the batch's ``keys`` (a
-    one-column DataFrame of the key): see the module docstring. Returns its row count, or None
-    when a version the commit replaced is gone already (a cleaner that keeps a single commit's
-    versions): then the commit has no change set, and readers fall back."""
+    DataFrame of the key columns of ``schema``, the table's): see the module docstring. Returns
+    its row count, or None when a version the commit replaced is gone already (a cleaner that
+    keeps a single commit's versions): then the commit has no change set, and readers fall
+    back."""
     from pyspark.sql import Observation
 
     try:
@@ -112,7 +113,7 @@ def write_change_set(
         spark.read.schema(_image_struct(schema))
         .parquet(*files)
         .select(F.when(written, "after").otherwise("before").alias("_side"), "*")
-        .join(F.broadcast(keys), list(or_declared(schema).keys), "left_semi")
+        .join(F.broadcast(keys), list(schema.keys), "left_semi")
     )
     # Counted while written (no second pass). As many files as the read has partitions: one or
     # two for a small commit, and a large one is read and written in parallel (a coalesce to
@@ -155,13 +156,13 @@ def read_change_sets(
     spark: SparkSession,
     base_path: str,
     commits: Sequence[CommitInfo],
-    schema: LakeSchema | None = None,
+    schema: LakeSchema,
 ) -> DataFrame:
     """The change sets of ``commits`` (each must have one: ``has_change_sets``) in the shape of
     ``cdc_lake.lake.changes.read_changes``: the key, ``commit`` (the commit's completion time,
     which orders them), ``before`` and ``after`` as structs of the image columns, here
-    lake-typed (``image_rows(..., typed=True)``)."""
-    keys = or_declared(schema).keys
+    lake-typed (``image_rows(..., typed=True)``). ``schema``: the table's."""
+    keys = schema.keys
     struct = _image_struct(schema, ("_side", "string"))
     image = F.struct(*[F.col(f.name) for f in struct.fields[1:]])
     parts = []
@@ -195,7 +196,7 @@ class Span:
     def first_and_last(self) -> DataFrame:
         return first_and_last(self.changes, self.keys)
 
-    def rows(self, images: DataFrame, side: str, schema: LakeSchema | None = None) -> DataFrame:
+    def rows(self, images: DataFrame, side: str, schema: LakeSchema) -> DataFrame:
         return image_rows(images, side, schema, typed=self.typed)
 
 
@@ -206,12 +207,12 @@ def changes_between(
     after_instant: str,
     after_completed: str,
     upto: CommitInfo,
-    schema: LakeSchema | None = None,
+    schema: LakeSchema,
 ) -> tuple[Span | None, str]:
     """The changes of ``commits``, those after ``after`` up to ``upto``: from their change sets
     when each has one, else from Hudi's change feed when the table has one that covers them;
-    else (None, why), and the caller reads the snapshot."""
-    keys = or_declared(schema).keys
+    else (None, why), and the caller reads the snapshot. ``schema``: the table's."""
+    keys = schema.keys
     if commits and has_change_sets(spark, base_path, commits):
         changes = read_change_sets(spark, base_path, commits, schema)
         return Span(changes, True, "change sets", keys), ""

@@ -50,7 +50,6 @@ from pyspark.sql import Window
 from pyspark.sql import functions as F
 
 from cdc_lake.lake.schema import spark_type
-from cdc_lake.lake.tables import or_declared
 from cdc_lake.source.captured import key_columns
 
 if TYPE_CHECKING:
@@ -75,11 +74,10 @@ _CDC_IMAGE_FIELDS = (
 )
 
 
-def image_schema(schema: LakeSchema | None = None) -> StructType:
-    """An image's fields as the CDC log writes them (the table's columns as ``schema`` says,
-    by default the outbox's as ``sql/`` declares them); other keys (Hudi's meta columns) are
-    ignored."""
-    struct = or_declared(schema).image_struct()
+def image_schema(schema: LakeSchema) -> StructType:
+    """An image's fields as the CDC log writes them (the table's columns as ``schema`` says);
+    other keys (Hudi's meta columns) are ignored."""
+    struct = schema.image_struct()
     for name, ddl in _CDC_IMAGE_FIELDS:
         struct.add(name, spark_type(ddl))
     return struct
@@ -90,7 +88,7 @@ def read_changes(
     base_path: str,
     after_completed: str,
     upto_completed: str,
-    schema: LakeSchema | None = None,
+    schema: LakeSchema,
 ) -> DataFrame:
     """The change feed of the commits that completed after ``after_completed`` and up to
     ``upto_completed`` (completion times; ``"0"`` for "from the first commit"): columns
@@ -117,7 +115,7 @@ def read_changes(
         return F.from_json(text, struct).alias(name)
 
     images = raw.select("op", F.col("ts_ms").alias("commit"), image("before"), image("after"))
-    keys = or_declared(schema).keys
+    keys = schema.keys
     return images.select(
         *[F.coalesce(F.col("after")[k], F.col("before")[k]).alias(k) for k in keys],
         "op",
@@ -152,11 +150,9 @@ def first_and_last(changes: DataFrame, key: str | Sequence[str]) -> DataFrame:
     )
 
 
-def image_rows(
-    images: DataFrame, side: str, schema: LakeSchema | None = None, typed: bool = False
-) -> DataFrame:
+def image_rows(images: DataFrame, side: str, schema: LakeSchema, typed: bool = False) -> DataFrame:
     """The non-null ``side`` images (``before`` or ``after``) as lake rows: the table's column
     names and types (dates as DATE, timestamps as TIMESTAMP). ``typed``: the images already are
-    (change sets, ``cdc_lake/lake/change_sets.py``)."""
+    (change sets, ``cdc_lake/lake/change_sets.py``). ``schema``: the table's."""
     img = images.where(F.col(side).isNotNull()).select(F.col(f"{side}.*"))
-    return img if typed else img.select(*or_declared(schema).from_image(img.columns))
+    return img if typed else img.select(*schema.from_image(img.columns))

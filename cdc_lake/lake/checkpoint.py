@@ -135,7 +135,7 @@ def load(
             raise CheckpointError(
                 f"the lake's checkpoint is for topic {cp.topic!r}, but the raw files configured "
                 f"are topic {layout.topic!r}. Fix: point the lake at its own topic's files, or "
-                "start a new table (LakeResource table_prefix)."
+                "start a new table (LakeResource lake_prefix)."
             )
         return cp
     progress: dict[int, PartitionProgress] = {}

@@ -1,4 +1,4 @@
-"""The digest of the live rows that ``matches_source`` compares: the lake's against the outbox's.
+"""The digest of the live rows that ``matches_source`` compares: the lake's against the source's.
 
 The one home of both sides. Spark computes it over a snapshot of the Hudi table
 (``spark_digest``), PostgreSQL over the source table (``source_digest_sql``,
@@ -26,7 +26,7 @@ What equal digests prove
 Row hash
     The first 60 bits (15 hex digits) of the md5 of the UTF-8 bytes of the row's canonical text:
     the table's live columns (``LakeSchema.live``: the source's columns, read from its catalog;
-    ``cdc_lake/lake/schema.py``) sorted by name, each written as
+    ``cdc_lake/lake/schema/source.py``) sorted by name, each written as
     ``<length of name>:<name><length of text>:<text>``, and a null column not written at all.
     The length prefixes make the text unambiguous whatever the fields contain; leaving nulls out
     means a column added at the source, null on every row written before, changes no earlier
@@ -59,10 +59,10 @@ Collisions
 
 Cost
     In full, one aggregation over the live rows: an md5 per row over its content columns;
-    PostgreSQL runs one query, a full scan of the outbox. Sums are additive, so the lake's side
-    is kept up to date from the rows each commit changed (``add_digests``: the digest of the
-    new rows plus, that of the replaced rows minus), which costs what the change costs; see
-    ``cdc_lake/lake/table_state.py`` for when it is rescanned in full.
+    PostgreSQL runs one query, a full scan of the source table. Sums are additive, so the
+    lake's side is kept up to date from the rows each commit changed (``add_digests``: the
+    digest of the new rows plus, that of the replaced rows minus), which costs what the change
+    costs; see ``cdc_lake/lake/table_state.py`` for when it is rescanned in full.
 
 The digest travels as JSON (Pipes metadata, ``live_key_digest``: the name of the former key-only
 digest): ``{"version", "buckets", "columns", "rows", "digest": {bucket: [count, key_sum,
@@ -78,7 +78,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from cdc_lake.lake.schema import FLOAT_KINDS, TIME_KINDS, TIMESTAMP_KINDS
-from cdc_lake.lake.tables import or_declared
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -96,32 +95,31 @@ JAVA_NAN_BITS = 0x7FF8000000000000
 ROW_HASH = "_row_hash"  # optional precomputed column for spark_digest
 
 
-def _fields(schema: LakeSchema | None) -> list[tuple[str, str]]:
+def _fields(schema: LakeSchema) -> list[tuple[str, str]]:
     """(column, kind) of the canonical text, in its order."""
-    return sorted((c.name, c.kind) for c in or_declared(schema).live)
+    return sorted((c.name, c.kind) for c in schema.live)
 
 
-def hashed_columns(schema: LakeSchema | None = None) -> list[str]:
+def hashed_columns(schema: LakeSchema) -> list[str]:
     """The columns the row hash covers, in the order of its canonical text (and of the field
     hashes)."""
     return [name for name, _ in _fields(schema)]
 
 
-def empty_digest(buckets: int = BUCKETS, schema: LakeSchema | None = None) -> dict[str, Any]:
-    return _digest(buckets, [], schema)
+def empty_digest(buckets: int = BUCKETS, *, schema: LakeSchema) -> dict[str, Any]:
+    """The digest of no rows, over the live columns of ``schema``."""
+    return _digest(buckets, [], schema.digest_signature())
 
 
 def _digest(
-    buckets: int,
-    rows: list[tuple[Any, Any, Any, Any, Any]],
-    schema: LakeSchema | None = None,
-    columns: list[str] | None = None,
+    buckets: int, rows: list[tuple[Any, Any, Any, Any, Any]], columns: list[str]
 ) -> dict[str, Any]:
+    """The digest JSON of per-bucket sums over ``columns`` (``LakeSchema.digest_signature``)."""
     digest = {str(b): [int(n), int(s), int(q), int(c)] for b, n, s, q, c in rows}
     return {
         "version": VERSION,
         "buckets": buckets,
-        "columns": columns if columns is not None else or_declared(schema).digest_signature(),
+        "columns": list(columns),
         "rows": sum(v[0] for v in digest.values()),
         "digest": digest,
     }
@@ -153,7 +151,7 @@ def add_digests(
     return _digest(
         int(base["buckets"]),
         [(int(b), v[0], v[1], v[2], v[3]) for b, v in kept.items()],
-        columns=list(base["columns"]),
+        list(base["columns"]),
     )
 
 
@@ -186,7 +184,7 @@ def _spark_field(name: str, text: Column) -> Column:
     )
 
 
-def spark_row_hash(schema: LakeSchema | None = None) -> Column:
+def spark_row_hash(schema: LakeSchema) -> Column:
     """The 60-bit row hash as decimal(38,0), over the live columns of lake rows."""
     from pyspark.sql import functions as F
 
@@ -196,11 +194,10 @@ def spark_row_hash(schema: LakeSchema | None = None) -> Column:
     return F.conv(prefix, 16, 10).cast("decimal(38,0)")
 
 
-def spark_key_number(schema: LakeSchema | None) -> Column:
+def spark_key_number(schema: LakeSchema) -> Column:
     """The key number of a lake row (its bucket is this mod the number of buckets)."""
     from pyspark.sql import functions as F
 
-    schema = or_declared(schema)
     if len(schema.keys) > 1:
         # A composite key: the hash of its columns' texts, each labelled as in the row hash.
         kinds = [(k, str(schema.column(k).kind)) for k in schema.keys]
@@ -215,7 +212,7 @@ def spark_key_number(schema: LakeSchema | None) -> Column:
     return F.conv(prefix, 16, 10).cast("decimal(38,0)")
 
 
-def spark_field_hashes(schema: LakeSchema | None = None) -> Column:
+def spark_field_hashes(schema: LakeSchema) -> Column:
     """Per live column, in the canonical text's order, the first ``FIELD_HEX_DIGITS`` of the md5
     of its labelled field, joined by commas: which columns of two rows with different row
     hashes differ (``cdc_lake/lake/diff.py``). Equal to ``sql_field_hashes`` for equal rows."""
@@ -230,19 +227,19 @@ def spark_field_hashes(schema: LakeSchema | None = None) -> Column:
     )
 
 
-def spark_digest(
-    live: DataFrame, buckets: int = BUCKETS, schema: LakeSchema | None = None
-) -> dict[str, Any]:
+def spark_digest(live: DataFrame, buckets: int = BUCKETS, *, schema: LakeSchema) -> dict[str, Any]:
     """The digest of a DataFrame of live lake rows (deleted rows already filtered out): with
-    the key and either the live columns of ``schema`` or their hash as ``ROW_HASH``."""
-    return spark_digests(live, (), buckets, schema)[()]
+    the key and either the live columns of ``schema`` (the table's) or their hash as
+    ``ROW_HASH``."""
+    return spark_digests(live, (), buckets, schema=schema)[()]
 
 
 def spark_digests(
     rows: DataFrame,
     by: Sequence[str],
     buckets: int = BUCKETS,
-    schema: LakeSchema | None = None,
+    *,
+    schema: LakeSchema,
 ) -> dict[tuple[Any, ...], dict[str, Any]]:
     """One digest per value of the columns ``by`` (as a tuple, ``()`` for none), in one Spark
     job: rows as for ``spark_digest``."""
@@ -268,9 +265,10 @@ def spark_digests(
     for r in sums:
         key = tuple(r[c] for c in by)
         groups.setdefault(key, []).append((r["bucket"], r["n"], r["s"], r["q"], r["c"]))
-    out = {key: _digest(buckets, parts, schema) for key, parts in groups.items()}
+    columns = schema.digest_signature()
+    out = {key: _digest(buckets, parts, columns) for key, parts in groups.items()}
     if not by:
-        out.setdefault((), _digest(buckets, [], schema))
+        out.setdefault((), _digest(buckets, [], columns))
     return out
 
 
@@ -301,7 +299,7 @@ def _sql_field(name: str, text: str) -> str:
     return f"coalesce('{label}' || length({text}) || ':' || {text}, '')"
 
 
-def sql_row_hash(schema: LakeSchema | None = None) -> str:
+def sql_row_hash(schema: LakeSchema) -> str:
     """The row hash as a PostgreSQL bigint expression over a source row's live columns."""
     text = "\n        || ".join(
         _sql_field(name, _sql_text(name, kind)) for name, kind in _fields(schema)
@@ -312,7 +310,7 @@ def sql_row_hash(schema: LakeSchema | None = None) -> str:
     )
 
 
-def sql_field_hashes(schema: LakeSchema | None = None) -> str:
+def sql_field_hashes(schema: LakeSchema) -> str:
     """``spark_field_hashes`` in PostgreSQL, over a source row."""
     parts = ", ".join(
         f"substr(md5(convert_to({_sql_field(name, _sql_text(name, kind))}, 'UTF8')), 1, "
@@ -339,10 +337,9 @@ def sql_key_number(schema: LakeSchema) -> str:
     )
 
 
-def source_digest_sql(table: str | None = None, schema: LakeSchema | None = None) -> str:
+def source_digest_sql(table: str | None = None, *, schema: LakeSchema) -> str:
     """The digest query over ``table`` (by default the schema's source table), hashing the
     live columns of ``schema``; parameter ``buckets``."""
-    schema = or_declared(schema)
     return f"""
 SELECT mod(mod(k, %(buckets)s) + %(buckets)s, %(buckets)s) AS bucket, count(*),
        sum(k), sum(k * k), sum(h::numeric)
@@ -358,13 +355,15 @@ def source_digest(
     conn: Any,
     buckets: int = BUCKETS,
     table: str | None = None,
-    schema: LakeSchema | None = None,
+    *,
+    schema: LakeSchema,
 ) -> dict[str, Any]:
     """Run the digest query on a psycopg2 connection. Every row of the source is live.
-    ``schema``: the columns to hash (by default the outbox's as ``sql/`` declares them)."""
+    ``schema``: the table's, whose live columns are hashed (``table``: by default its source
+    table)."""
     with conn.cursor() as cur:
-        cur.execute(source_digest_sql(table, schema), {"buckets": buckets})
-        return _digest(buckets, cur.fetchall(), schema)
+        cur.execute(source_digest_sql(table, schema=schema), {"buckets": buckets})
+        return _digest(buckets, cur.fetchall(), schema.digest_signature())
 
 
 # Comparison

@@ -50,7 +50,6 @@ from cdc_lake.lake import ordering as O
 from cdc_lake.lake.changes import CHANGE_FEED_OPTIONS
 from cdc_lake.lake.checkpoint import CHECKPOINT_KEY
 from cdc_lake.lake.schema import SCHEMA_KEY, LakeSchema, schema_json
-from cdc_lake.lake.tables import or_declared
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -153,15 +152,16 @@ class HudiTableConfig:
         return replace(self, partition_field=recorded)
 
     def write_options(
-        self, checkpoint: dict[str, Any] | None = None, schema: LakeSchema | None = None
+        self, checkpoint: dict[str, Any] | None = None, *, schema: LakeSchema
     ) -> dict[str, str]:
+        """The options of an upsert into the table whose key ``schema`` names."""
         p = str(self.parallelism)
         opts = {
             "hoodie.table.name": self.table_name,
             "hoodie.datasource.write.table.name": self.table_name,
             "hoodie.datasource.write.table.type": self.table_type,
             "hoodie.datasource.write.operation": "upsert",
-            **O.merge_options(or_declared(schema).keys),
+            **O.merge_options(schema.keys),
             "hoodie.upsert.shuffle.parallelism": p,
             "hoodie.insert.shuffle.parallelism": p,
             "hoodie.delete.shuffle.parallelism": p,
@@ -172,7 +172,7 @@ class HudiTableConfig:
             "hoodie.metadata.index.column.stats.enable": str(self.column_stats).lower(),
             "hoodie.clean.max.commits": str(self.clean_every_commits),
         }
-        if len(or_declared(schema).keys) > 1:
+        if len(schema.keys) > 1:
             # A composite key: its record key is "col:value,col:value", with or without a
             # partition column.
             opts |= {

@@ -63,9 +63,8 @@ from cdc_lake.lake.digest import (
     spark_row_hash,
 )
 from cdc_lake.lake.hudi import CommitInfo, HudiTableConfig, commits_since, completed_commits
-from cdc_lake.lake.ingest import read_table
 from cdc_lake.lake.ordering import key_value, live_rows
-from cdc_lake.lake.tables import or_declared
+from cdc_lake.lake.readers import read_table
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -112,10 +111,9 @@ def _flagged() -> Any:
     return F.coalesce(F.col("is_deleted"), F.lit(False))
 
 
-def _hashed(schema: LakeSchema | None) -> list[Any]:
+def _hashed(schema: LakeSchema) -> list[Any]:
     """An image's key, whether it is flagged as deleted, and its row hash."""
-    keys = or_declared(schema).keys
-    return [*keys, _flagged().alias("_flagged"), spark_row_hash(schema).alias(ROW_HASH)]
+    return [*schema.keys, _flagged().alias("_flagged"), spark_row_hash(schema).alias(ROW_HASH)]
 
 
 def _with_commit(digest: dict[str, Any], commit: CommitInfo, **fields: Any) -> dict[str, Any]:
@@ -126,16 +124,16 @@ def full_state(
     spark: SparkSession,
     table: HudiTableConfig,
     commit: CommitInfo,
-    schema: LakeSchema | None = None,
+    schema: LakeSchema,
 ) -> TableState:
     """The state from one read of the whole snapshot (the cache keeps each row's hash, not its
-    JSON columns)."""
+    JSON columns). ``schema``: the table's."""
     rows = read_table(spark, table.base_path)
     # A column the source added that no commit has written yet: null on every row.
-    for c in or_declared(schema).live:
+    for c in schema.live:
         if c.name not in rows.columns:
             rows = rows.withColumn(c.name, F.lit(None).cast(c.lake_type))
-    keys = or_declared(schema).keys
+    keys = schema.keys
     snapshot = rows.select(*keys, "is_deleted", spark_row_hash(schema).alias(ROW_HASH)).cache()
     try:
         rows = snapshot.count()
@@ -164,12 +162,12 @@ def incremental_state(
     previous: dict[str, Any],
     commit: CommitInfo,
     since: Sequence[CommitInfo],
-    schema: LakeSchema | None = None,
+    schema: LakeSchema,
     source: Span | None = None,
 ) -> TableState:
     """The state at ``commit`` from ``previous`` (the state at an earlier commit) and what the
     commits ``since`` (those after it, up to ``commit``) changed: ``source``, by default their
-    change sets or the change feed (``changes_between``)."""
+    change sets or the change feed (``changes_between``). ``schema``: the table's."""
     if source is None:
         source, why = changes_between(
             spark,
@@ -184,7 +182,7 @@ def incremental_state(
             raise ValueError(f"{table.base_path}: cannot follow the commits since: {why}")
     changes = source.changes.cache()
     try:
-        span = first_and_last(changes, or_declared(schema).keys)
+        span = first_and_last(changes, schema.keys)
         before, after = source.rows(span, "before", schema), source.rows(span, "after", schema)
         # Both sides, live or flagged, in one job: their digests and their row counts.
         images = before.select(F.lit(False).alias("_after"), *_hashed(schema)).unionByName(
@@ -201,7 +199,7 @@ def incremental_state(
         rows_before = side(False, False)["rows"] + flagged_before
         rows_after = side(True, False)["rows"] + flagged_after
         # Two after-images of one order in one commit: the commit left it twice in the table.
-        keys = or_declared(schema).keys
+        keys = schema.keys
         dupes = (
             changes.where(F.col("after").isNotNull())
             .groupBy(*keys, "commit")
@@ -227,14 +225,15 @@ def incremental_state(
     return TableState(state, n_dupes, sample)
 
 
-def usable(previous: dict[str, Any] | None, schema: LakeSchema | None = None) -> bool:
-    """Whether a reported state can be carried on from (same digest version and columns, names
-    its commit, has the counts). A change of the columns makes the next state a full scan."""
+def usable(previous: dict[str, Any] | None, schema: LakeSchema) -> bool:
+    """Whether a reported state can be carried on from (same digest version and columns as
+    ``schema``, the table's; names its commit, has the counts). A change of the columns makes
+    the next state a full scan."""
     need = ("instant", "completed", "flagged_rows", "table_rows", "digest")
     return (
         isinstance(previous, dict)
         and previous.get("version") == VERSION
-        and previous.get("columns") == or_declared(schema).digest_signature()
+        and previous.get("columns") == schema.digest_signature()
         and all(previous.get(k) is not None for k in need)
     )
 
@@ -245,11 +244,12 @@ def evaluate(
     previous: dict[str, Any] | None,
     full_scan: bool = False,
     full_scan_every: int = DEFAULT_FULL_SCAN_EVERY,
-    schema: LakeSchema | None = None,
+    *,
+    schema: LakeSchema,
 ) -> TableState | None:
     """The table's state at its newest commit (None for a table with no commit), the cheapest
-    way that is safe; see the module docstring. ``schema``: the lake's columns, whose live
-    ones the digest covers (by default the outbox's as ``sql/`` declares them)."""
+    way that is safe; see the module docstring. ``schema``: the table's lake columns, whose
+    live ones the digest covers."""
     # One walk of the timeline, newest first, as far back as the previous state's commit.
     timeline = completed_commits(spark, table.base_path, newest_first=True)
     newest = next(timeline, None)

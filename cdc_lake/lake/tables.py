@@ -3,7 +3,7 @@ declares them.
 
 The declarations themselves (source, key, partitioning) are in ``cdc_lake/source/captured.py``.
 At each refresh the columns are read from PostgreSQL's catalog instead
-(``cdc_lake/lake/schema.py``); these are for code without a database: tests, benchmarks, and
+(``cdc_lake/lake/schema/source.py``); these are for code without a database: tests, benchmarks, and
 the lake's fallback before its first commit.
 """
 
@@ -13,7 +13,7 @@ from functools import cache
 
 from cdc_lake import sql_dir
 from cdc_lake.lake.schema import LakeSchema, SourceColumn, columns_from_ddl, initial
-from cdc_lake.source.captured import OUTBOX, CapturedTable
+from cdc_lake.source.captured import CapturedTable
 
 
 def declared_columns(table: CapturedTable) -> list[SourceColumn]:
@@ -23,12 +23,6 @@ def declared_columns(table: CapturedTable) -> list[SourceColumn]:
 
 def declared_schema(table: CapturedTable) -> LakeSchema:
     return initial(table.source, table.key, declared_columns(table))
-
-
-def or_declared(schema: LakeSchema | None) -> LakeSchema:
-    """``schema``, or where a caller gives none (tests, benchmarks), the outbox's as ``sql/``
-    declares it."""
-    return schema if schema is not None else declared_schema(OUTBOX)
 
 
 @cache

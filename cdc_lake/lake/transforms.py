@@ -15,7 +15,7 @@ Bad input
     "true"/"false", ``__lsn`` or ``__source_ts_ms`` is out of range, or
     ``updated_at`` is not a timestamp. The ingestion's reader also refuses, before parsing, a
     line that is not valid UTF-8 (Spark's text decoding would silently turn the bytes into
-    U+FFFD) (``cdc_lake/lake/ingest.py``).
+    U+FFFD) (``cdc_lake/lake/raw_lines.py``).
 
     How Spark 3.5's ``from_json`` in PERMISSIVE mode behaves (checked, and covered by tests): a
     wrong type in a number field (``"order_id": "abc"``, ``"__lsn": "x"``, ``1.5`` for a long, an
@@ -55,8 +55,7 @@ from pyspark.sql.types import IntegerType, LongType, StringType, StructType
 
 from cdc_lake.lake import ordering as O
 from cdc_lake.lake.schema import LakeSchema
-from cdc_lake.lake.tables import or_declared
-from cdc_lake.source.captured import CapturedTable, captured
+from cdc_lake.source.captured import CapturedTable
 
 CORRUPT_COLUMN = "_corrupt_record"
 # Optional input column: a reason found before parsing (invalid UTF-8, too long), or null.
@@ -91,23 +90,20 @@ CDC_COLUMNS = ("cdc_op", "cdc_lsn", "cdc_source_ts_ms", "is_deleted", O.ORDERING
 UNKNOWN_FIELDS = "unknown_fields"
 
 
-def raw_event_schema(schema: LakeSchema | None = None) -> StructType:
-    """A raw line's schema: the table's columns, Debezium's and the sink's fields, and the
-    corrupt-record column of PERMISSIVE parsing."""
-    return or_declared(schema).raw_struct((*META_FIELDS, (CORRUPT_COLUMN, "string")))
+def raw_event_schema(schema: LakeSchema) -> StructType:
+    """A raw line's schema: the table's columns (``schema``), Debezium's and the sink's fields,
+    and the corrupt-record column of PERMISSIVE parsing."""
+    return schema.raw_struct((*META_FIELDS, (CORRUPT_COLUMN, "string")))
 
 
-def required_fields(schema: LakeSchema | None = None) -> tuple[str, ...]:
-    return (*or_declared(schema).keys, "__op", "__lsn", "__source_ts_ms")
+def required_fields(schema: LakeSchema) -> tuple[str, ...]:
+    return (*schema.keys, "__op", "__lsn", "__source_ts_ms")
 
 
-def lake_columns(
-    schema: LakeSchema | None = None, table: CapturedTable | None = None
-) -> tuple[str, ...]:
-    """The lake row's columns, in ``to_lake_rows``' order. ``table``: the declaration (by
-    default the one of ``schema``'s table in ``TABLES``)."""
-    schema = or_declared(schema)
-    table = table or captured(schema.table)
+def lake_columns(schema: LakeSchema, table: CapturedTable) -> tuple[str, ...]:
+    """The lake row's columns, in ``to_lake_rows``' order: those of ``schema``, the lake's
+    own, and the partition column of ``table`` (the declaration of ``schema``'s table, as the
+    caller has it: the Spark apps get it in their parameters and never look a table up)."""
     return (*schema.names, *CDC_COLUMNS, *table.lake_partition)
 
 
@@ -140,9 +136,9 @@ def lines_from_text(spark: SparkSession, key_and_text: list[tuple[str, str]]) ->
     )
 
 
-def parse_raw_lines(lines: DataFrame, schema: LakeSchema | None = None) -> DataFrame:
+def parse_raw_lines(lines: DataFrame, schema: LakeSchema) -> DataFrame:
     """Parse ``(source_key, line_no, value)`` lines into events of the table ``schema``
-    describes (by default the outbox as ``sql/`` declares it).
+    describes.
 
     Output: the ``raw_event_schema`` columns (``_corrupt_record`` included), ``source_key``,
     ``line_no``, ``value``, ``error`` (null for a good line) and ``unknown_fields``: the line's
@@ -151,9 +147,8 @@ def parse_raw_lines(lines: DataFrame, schema: LakeSchema | None = None) -> DataF
     A column with a missing value (added at the source with a default) that the line lacks
     gets that value (``LakeSchema.with_missing_values``): the line was written before the
     column existed. Blank lines are dropped. When ``lines`` has an ``input_error`` column
-    (``ingest.read_lines``), a line with one is not parsed and that is its error.
+    (``raw_lines.read_lines``), a line with one is not parsed and that is its error.
     """
-    schema = or_declared(schema)
     struct = raw_event_schema(schema)
     value = F.col("value")
     if INPUT_ERROR not in lines.columns:
@@ -321,12 +316,9 @@ def split_valid(parsed: DataFrame) -> tuple[DataFrame, DataFrame]:
     return good, bad
 
 
-def to_lake_rows(
-    good: DataFrame, schema: LakeSchema | None = None, table: CapturedTable | None = None
-) -> DataFrame:
-    """Good events as rows of the lake table, columns as ``lake_columns`` says."""
-    schema = or_declared(schema)
-    table = table or captured(schema.table)
+def to_lake_rows(good: DataFrame, schema: LakeSchema, table: CapturedTable) -> DataFrame:
+    """Good events as rows of the lake table (``schema``'s, which ``table`` declares), columns
+    as ``lake_columns`` says."""
     partition = []
     if table.partition_field:
         # The year of a date column; rows without one share the NULL_PARTITION.

@@ -9,7 +9,6 @@ meta sync, ``cdc_lake/aws/glue.py``).
 
 from __future__ import annotations
 
-import posixpath
 from dataclasses import MISSING, fields
 from typing import Any
 
@@ -22,7 +21,7 @@ from cdc_lake.lake.schema import SourceColumn
 from cdc_lake.lake.tables import declared_columns
 from cdc_lake.marts.items_table import ItemsTableConfig
 from cdc_lake.resources.streaming import CdcPipelineResource
-from cdc_lake.source.captured import OUTBOX, CapturedTable
+from cdc_lake.source.captured import CapturedTable, mart_table
 from cdc_lake.spark_apps.params import OrderItemsParams, UpsertParams
 from cdc_lake.streaming.connect_config import CdcConnectorSettings
 
@@ -33,19 +32,19 @@ _PARAMS = {f.name: f.default for f in fields(UpsertParams) if f.default is not M
 
 
 class LakeResource(dg.ConfigurableResource):
-    """Where the lake lives and how its Hudi table is written. The fields it shares with
-    ``HudiTableConfig`` take their defaults from there, and are passed on by name."""
+    """Where the lake lives and how its Hudi tables are written. The fields it shares with
+    ``HudiTableConfig`` take their defaults from there, and are passed on by name.
+
+    Every captured table is laid out by one rule, from its declaration
+    (``cdc_lake/source/captured.py``): its Hudi table at ``<lake_prefix>/<name>``, its bad lines
+    at ``<quarantine_prefix>/<name>``, partitioned as it declares."""
 
     lake_bucket: str
     scheme: str = _PARAMS["scheme"]  # Hadoop's filesystem scheme: s3a locally, s3 on EMR
-    table_prefix: str = "lake/cdc_events"
+    lake_prefix: str = "lake"
     order_items_prefix: str = "marts/order_items"
-    quarantine_prefix: str = "quarantine/cdc_events"
+    quarantine_prefix: str = "quarantine"
     table_type: str = _TABLE["table_type"]
-    # The outbox's partition column ("order_year"; "": none, the default). Takes effect when
-    # the table is created: an existing table keeps its layout (docs/cdc-semantics.md,
-    # "Partitions").
-    partition_field: str = _TABLE["partition_field"]
     delete_mode: DeleteMode = _TABLE["delete_mode"]
     quarantine: bool = False
     # A longer raw line is a bad line ("line N is X MB, over the limit of Y MB"), not parsed.
@@ -64,7 +63,7 @@ class LakeResource(dg.ConfigurableResource):
     # The checks follow the commits' changes; every this many commits they rescan the table.
     full_scan_every: int = _PARAMS["full_scan_every"]
     hudi_options: dict[str, str] = {}
-    # Production: Hudi meta sync of both tables (cdc_events, order_items) into this database.
+    # Production: Hudi meta sync of the lake tables and the order items into this database.
     # None: no Glue catalog (locally, or CDC_LAKE_GLUE_DATABASE=none).
     glue_database: str | None = _TABLE["glue_database"]
     region: str = CdcConnectorSettings.region
@@ -72,37 +71,28 @@ class LakeResource(dg.ConfigurableResource):
     def uri(self, prefix: str) -> str:
         return f"{self.scheme}://{self.lake_bucket}/{prefix}"
 
-    def table_prefix_of(self, table: CapturedTable = OUTBOX) -> str:
-        """The Hudi table of a captured table: the outbox's at ``table_prefix``, every other
-        one beside it, named after its source table (``lake/customers``)."""
-        if table == OUTBOX:
-            return self.table_prefix
-        return f"{posixpath.dirname(self.table_prefix.rstrip('/'))}/{table.name}".lstrip("/")
+    def table_prefix_of(self, table: CapturedTable) -> str:
+        """The key prefix of ``table``'s Hudi table (``lake/cdc_events``, ``lake/customers``)."""
+        return f"{self.lake_prefix.strip('/')}/{table.name}".lstrip("/")
 
-    def quarantine_prefix_of(self, table: CapturedTable = OUTBOX) -> str:
-        """Bad lines of a captured table: the outbox's at ``quarantine_prefix``, every other
-        one's beside its Hudi table (``lake/customers_quarantine``)."""
-        if table == OUTBOX:
-            return self.quarantine_prefix
-        return f"{self.table_prefix_of(table)}_quarantine"
+    def quarantine_prefix_of(self, table: CapturedTable) -> str:
+        """The key prefix of ``table``'s bad lines (``quarantine/cdc_events``)."""
+        return f"{self.quarantine_prefix.strip('/')}/{table.name}".lstrip("/")
 
-    @property
-    def table_path(self) -> str:
-        return self.uri(self.table_prefix)
+    def table_path_of(self, table: CapturedTable) -> str:
+        return self.uri(self.table_prefix_of(table))
 
     @property
     def order_items_path(self) -> str:
         return self.uri(self.order_items_prefix)
 
-    def table_config(self, table: CapturedTable = OUTBOX) -> HudiTableConfig:
-        """How the Hudi table of ``table`` is written. The outbox's partitioning is a setting
-        (``partition_field``); every other table's is its declaration's."""
+    def table_config(self, table: CapturedTable) -> HudiTableConfig:
+        """How the Hudi table of ``table`` is written: partitioned as its declaration says."""
         shared = {name: getattr(self, name) for name in _TABLE if name in type(self).model_fields}
-        if table != OUTBOX:
-            shared["partition_field"] = table.partition_field
         return HudiTableConfig(
-            base_path=self.uri(self.table_prefix_of(table)),
+            base_path=self.table_path_of(table),
             table_name=table.name,
+            partition_field=table.layout_field,
             extra_options=dict(self.hudi_options),
             **shared,
         )
@@ -114,7 +104,8 @@ class LakeResource(dg.ConfigurableResource):
         previous_state: dict[str, Any] | None = None,
         full_scan: bool = False,
         source_columns: list[SourceColumn] | None = None,
-        table: CapturedTable = OUTBOX,
+        *,
+        table: CapturedTable,
     ) -> UpsertParams:
         """The ``upsert`` app's parameters for the captured ``table``, the same for local Spark
         and EMR. ``previous_state``: the table state the last run reported
@@ -157,8 +148,12 @@ class LakeResource(dg.ConfigurableResource):
         )
 
     def order_items_params(self, rebuild: bool = False) -> OrderItemsParams:
-        """The ``order_items`` app's parameters; ``rebuild``: from the snapshot, in full."""
-        return OrderItemsParams(self.table_path, self.order_items_config(), rebuild=rebuild)
+        """The ``order_items`` app's parameters; ``rebuild``: from the snapshot, in full. The
+        items are built from the lake table of the captured table that declares them."""
+        orders = mart_table(ItemsTableConfig.table_name)
+        return OrderItemsParams(
+            self.table_path_of(orders), self.order_items_config(), orders, rebuild=rebuild
+        )
 
     @property
     def order_items_glue_table(self) -> str | None:

@@ -4,7 +4,7 @@
 (``MskConnectSettings``) included; ``prod_resources`` builds the resources from it, so a run
 reads no setting from the environment. ``cdc-lake msk deploy`` reads the MSK and the source
 side with the same reader and functions (``msk_deploy_settings``), so both agree on names,
-defaults and validation. The reading rules are ``cdc_lake/prod_env.py``'s: values are
+defaults and validation. The reading rules are ``cdc_lake/aws/prod_env.py``'s: values are
 stripped and an empty variable is unset (its default applies); every missing variable and bad
 value is named in one ``ProdSettingsError``, so one fix round is enough.
 ``CDC_LAKE_GLUE_DATABASE=none`` turns the Glue catalog off (no Hudi meta sync, no order-items
@@ -22,7 +22,7 @@ from typing import Any
 import dagster as dg
 from dagster_aws.s3 import S3Resource
 
-from cdc_lake.prod_env import EnvReader, ProdSettingsError
+from cdc_lake.aws.prod_env import EnvReader, ProdSettingsError
 from cdc_lake.resources.lake import LakeResource
 from cdc_lake.resources.source import PostgresResource
 from cdc_lake.resources.spark import EmrServerlessLauncher, EmrStepLauncher, SparkLauncher

@@ -141,11 +141,6 @@ class CdcPipelineResource(dg.ConfigurableResource):
     sample_seed: int = 42
     connector_timeout_s: float = 180.0
 
-    @property
-    def topic(self) -> str:
-        """The outbox's topic."""
-        return topic_name(self.topic_prefix)
-
     def topic_of(self, table: CapturedTable) -> str:
         return topic_name(self.topic_prefix, table)
 

@@ -5,7 +5,7 @@ the table is written anywhere:
 
 - its columns are the source's, read from PostgreSQL's catalog at each refresh, or from the
   table's ``CREATE TABLE`` in ``sql/`` where no database is at hand
-  (``cdc_lake/lake/tables.py``, ``cdc_lake/lake/schema.py``);
+  (``cdc_lake/lake/tables.py``, ``cdc_lake/lake/schema/source.py``);
 - the ordering fields and the merge rule are the same for every table
   (``cdc_lake/lake/ordering.py``);
 - the source prepares each one for capture: in the publication, readable by the replication
@@ -56,13 +56,18 @@ class CapturedTable:
     # (``source/row_key.py`` checks). Debezium keys the table's records by it.
     key: str | tuple[str, ...]
     ddl_file: str  # the file in sql/ whose CREATE TABLE declares it
-    # A lake column of its own, the year of a source date column ("": none), and the table's
-    # partition column. The outbox's is only a column: its layout is LakeResource's
-    # ``partition_field`` setting (none by default).
+    # A lake column of its own, the year of a source date column ("": none).
     partition_field: str = ""
     partition_from: str = ""
+    # Whether the Hudi table is partitioned by ``partition_field`` (False: it is only a column).
+    # Takes effect when the lake table is created: an existing table keeps its layout, and the
+    # refresh says so (docs/cdc-semantics.md, "Partitions").
+    partitioned: bool = True
     # What one row is, in the names of its checks ("no_deleted_orders"); "": the table's name.
     rows: str = ""
+    # Whether this project creates and keeps the table (its source asset applies sql/, and
+    # triggers fill it); False: the application's table, an external asset here.
+    maintained: bool = False
     # How the source is prepared for updates of large values (``ReplicaIdentity`` above).
     replica_identity: ReplicaIdentity = "full"
     # Names in Dagster ("": derived from the table's name, ``cdc_lake/defs/keys.py``): the
@@ -73,6 +78,9 @@ class CapturedTable:
     sensor: str = ""
     # What a row of its lake table is, for the Hudi asset's description ("": a generic one).
     description: str = ""
+    # The marts built from its lake table (``cdc_lake/defs/marts/``), by name: they join its
+    # refresh job, and read its key from this declaration.
+    marts: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         try:
@@ -98,12 +106,15 @@ class CapturedTable:
             "ddl_file": self.ddl_file,
             "partition_field": self.partition_field,
             "partition_from": self.partition_from,
+            "partitioned": self.partitioned,
             "rows": self.rows,
+            "maintained": self.maintained,
             "replica_identity": self.replica_identity,
             "source_asset": self.source_asset,
             "refresh_job": self.refresh_job,
             "sensor": self.sensor,
             "description": self.description,
+            "marts": list(self.marts),
         }
 
     @classmethod
@@ -115,12 +126,15 @@ class CapturedTable:
             ddl_file=str(data["ddl_file"]),
             partition_field=str(data.get("partition_field", "")),
             partition_from=str(data.get("partition_from", "")),
+            partitioned=bool(data.get("partitioned", True)),
             rows=str(data.get("rows", "")),
+            maintained=bool(data.get("maintained", False)),
             replica_identity=data.get("replica_identity", "full"),
             source_asset=str(data.get("source_asset", "")),
             refresh_job=str(data.get("refresh_job", "")),
             sensor=str(data.get("sensor", "")),
             description=str(data.get("description", "")),
+            marts=tuple(str(m) for m in data.get("marts", ())),
         )
 
     @property
@@ -143,6 +157,11 @@ class CapturedTable:
         """The lake's partition column, which the source does not have (none or one)."""
         return (self.partition_field,) if self.partition_field else ()
 
+    @property
+    def layout_field(self) -> str:
+        """The column a new Hudi table of it is partitioned by ("": none)."""
+        return self.partition_field if self.partitioned else ""
+
 
 OUTBOX = CapturedTable(
     source="datalake.cdc_events",
@@ -150,7 +169,10 @@ OUTBOX = CapturedTable(
     ddl_file="002_outbox.sql",
     partition_field="order_year",
     partition_from="order_date",
+    # Year partitions pay off only for a large table with a skewed workload: off by default.
+    partitioned=False,
     rows="orders",
+    maintained=True,
     source_asset="cdc_events_outbox",
     refresh_job="lake_refresh",
     sensor="raw_cdc_files_sensor",
@@ -158,6 +180,7 @@ OUTBOX = CapturedTable(
     "CDC files into an Apache Hudi table (COPY_ON_WRITE by default). Dates are DATE, updated_at "
     "TIMESTAMP; order_items, products, customer, employee, shipper and shipment stay JSON "
     "strings.",
+    marts=("order_items",),
 )
 
 # Captured as it is, beside the outbox: a table needs its declaration and nothing else.
@@ -180,3 +203,16 @@ def captured(source: str) -> CapturedTable:
     raise KeyError(
         f"{source} is not a captured table (declared: {declared}; cdc_lake/source/captured.py)"
     )
+
+
+def mart_table(mart: str) -> CapturedTable:
+    """The captured table whose lake table the mart ``mart`` is built from (its declaration's
+    ``marts``). Raises KeyError unless exactly one declares it."""
+    tables = [t for t in TABLES if mart in t.marts]
+    if len(tables) != 1:
+        declared = ", ".join(t.source for t in tables) or "none"
+        raise KeyError(
+            f"the mart {mart!r} must be built from one captured table, declared by: {declared} "
+            "(cdc_lake/source/captured.py)"
+        )
+    return tables[0]

@@ -33,7 +33,8 @@ from psycopg2.extensions import connection as PgConnection
 
 from cdc_lake import sql_dir
 from cdc_lake.source.captured import TABLES, CapturedTable
-from cdc_lake.source.generator import NorthwindGenerator, RowStream
+from cdc_lake.source.copy_rows import RowStream
+from cdc_lake.source.generator import NorthwindGenerator
 from cdc_lake.source.preflight import SourceNotReady, check_capturable
 
 SCHEMA = "datalake"

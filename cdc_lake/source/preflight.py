@@ -2,9 +2,9 @@
 that each declared table can be captured (``check_capturable``); and how far the connector's
 replication slot lags behind the WAL.
 
-The publication must hold the outbox and Debezium's two tables (``sql/003_debezium.sql``): the
-heartbeat table, without which a quiet outbox pins WAL on PostgreSQL 15+, and the signal table,
-without which incremental-snapshot signals are never seen.
+The publication must hold every captured table and Debezium's two tables
+(``sql/003_debezium.sql``): the heartbeat table, without which a quiet source pins WAL on
+PostgreSQL 15+, and the signal table, without which incremental-snapshot signals are never seen.
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ from psycopg2.extensions import connection as PgConnection
 from cdc_lake.source.captured import CapturedTable
 from cdc_lake.source.row_key import refusal, unique_indexes
 
-OUTBOX_TABLE = "datalake.cdc_events"
 DEBEZIUM_TABLES = ("datalake.cdc_heartbeat", "datalake.debezium_signal")
 
 
@@ -26,8 +25,14 @@ class SourceNotReady(RuntimeError):
 
 
 def check_logical_replication(
-    conn: PgConnection, publication: str, slot: str, connector_exists: bool
+    conn: PgConnection,
+    publication: str,
+    slot: str,
+    connector_exists: bool,
+    captured: Sequence[str],
 ) -> dict[str, object]:
+    """``captured``: the schema-qualified names of the captured tables, each of which the
+    publication must hold."""
     with conn.cursor() as cur:
         cur.execute("SHOW wal_level")
         row = cur.fetchone()
@@ -51,13 +56,13 @@ def check_logical_replication(
                 f"publication {publication!r} is missing, so Debezium has nothing to stream. "
                 "Fix: materialise the source outbox asset, which creates it."
             )
-        if not tables or OUTBOX_TABLE not in tables:
+        if missing := [t for t in captured if t not in (tables or ())]:
             raise SourceNotReady(
-                f"publication {publication!r} does not publish {OUTBOX_TABLE} "
-                f"(it has {tables or 'no tables'}). Fix: ALTER PUBLICATION {publication} "
-                f"ADD TABLE {OUTBOX_TABLE}."
+                f"publication {publication!r} does not publish {', '.join(missing)} "
+                f"(it has {tables or 'no tables'}). Fix: materialise the source outbox asset, "
+                f"or ALTER PUBLICATION {publication} ADD TABLE {', '.join(missing)}."
             )
-        unpublished = [t for t in DEBEZIUM_TABLES if t not in tables]
+        unpublished = [t for t in DEBEZIUM_TABLES if t not in (tables or ())]
         if unpublished:
             raise SourceNotReady(
                 f"publication {publication!r} does not publish {', '.join(unpublished)}. "

@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from cdc_lake.lake.diff import differences
-from cdc_lake.lake.ingest import read_table
 from cdc_lake.lake.ordering import live_rows
+from cdc_lake.lake.readers import read_table
 from cdc_lake.spark_apps.params import DiffParams, DiffReport
 from cdc_lake.spark_apps.report import AppReport, meta
 

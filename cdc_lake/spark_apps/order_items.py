@@ -44,8 +44,9 @@ from pyspark.sql import functions as F
 from cdc_lake.lake.change_sets import changes_between
 from cdc_lake.lake.hudi import CommitInfo, commits_between, completed_commits, latest_commit
 from cdc_lake.lake.hudi import table_exists as hudi_table_exists
-from cdc_lake.lake.ingest import read_as_of, table_schema
 from cdc_lake.lake.ordering import live_rows
+from cdc_lake.lake.readers import read_as_of
+from cdc_lake.lake.table_schema import table_schema
 from cdc_lake.marts.figures import customer_figures, customer_rows, totals, updated_figures
 from cdc_lake.marts.items_table import (
     DELETE_MARKER,
@@ -55,7 +56,7 @@ from cdc_lake.marts.items_table import (
     line_changes,
 )
 from cdc_lake.marts.order_items import flatten_order_items, preview_markdown, read_order_items
-from cdc_lake.source.captured import OUTBOX
+from cdc_lake.source.captured import CapturedTable
 from cdc_lake.spark_apps.params import OrderItemsParams, OrderItemsReport
 from cdc_lake.spark_apps.report import AppReport, meta
 
@@ -80,12 +81,12 @@ class _Build:
 
 
 def run_order_items(spark: SparkSession, params: OrderItemsParams) -> AppReport:
-    table_path, items = params.table_path, params.items
+    table_path, items, declared = params.table_path, params.items, params.captured
     newest = latest_commit(spark, table_path)
     if newest is None:
         raise RuntimeError(
-            f"the Hudi table {table_path} has no commit yet: materialize "
-            "hudi/datalake/cdc_events first."
+            f"the Hudi table {table_path} has no commit yet: materialize the Hudi table of "
+            f"{declared.source} first."
         )
     state = stored_state(spark, items.base_path)
     build, reason = None, None
@@ -94,9 +95,9 @@ def run_order_items(spark: SparkSession, params: OrderItemsParams) -> AppReport:
     elif state is None:
         reason = "no order items built yet"
     else:
-        build, reason = _incremental(spark, table_path, items, state, newest)
+        build, reason = _incremental(spark, table_path, declared, items, state, newest)
     if build is None:
-        build = _full(spark, table_path, items, newest, previous=state)
+        build = _full(spark, table_path, declared, items, newest, previous=state)
         build.reason = reason or ""
     return _report(items, build, newest)
 
@@ -112,6 +113,7 @@ def stored_state(spark: SparkSession, items_path: str) -> BuildState | None:
 def _incremental(
     spark: SparkSession,
     table_path: str,
+    declared: CapturedTable,
     items: ItemsTableConfig,
     state: BuildState,
     newest: CommitInfo,
@@ -126,7 +128,9 @@ def _incremental(
         if since is None:
             return None, f"commit {state.built_from_instant} is no longer in the active timeline"
         # The lake's columns as its commits recorded them (no sql/ on EMR).
-        schema = table_schema(spark, table_path)
+        schema = table_schema(spark, table_path, captured=declared)
+        if schema is None:  # it has a commit (newest), so it exists: never, but say so
+            return None, f"the lake table {table_path} is gone"
         source, why = changes_between(
             spark,
             table_path,
@@ -148,11 +152,11 @@ def _incremental(
         rows = line_changes(old, new).persist()
         try:
             live_after = live_rows(source.rows(changes, "after", schema)).select(
-                *OUTBOX.keys, F.lit(True).alias("_live")
+                *declared.keys, F.lit(True).alias("_live")
             )
             upsert, orphan = ~F.col(DELETE_MARKER), ~F.col(DELETE_MARKER) & F.col("_live").isNull()
             counts = (
-                rows.join(live_after, list(OUTBOX.keys), "left")
+                rows.join(live_after, list(declared.keys), "left")
                 .agg(
                     F.count(F.when(upsert, 1)).alias("upserted"),
                     F.count(F.when(~upsert, 1)).alias("deleted"),
@@ -191,6 +195,7 @@ def _incremental(
 def _full(
     spark: SparkSession,
     table_path: str,
+    declared: CapturedTable,
     items: ItemsTableConfig,
     newest: CommitInfo,
     previous: BuildState | None,
@@ -211,9 +216,9 @@ def _full(
     build.committed = latest_commit(spark, items.base_path)
     written = read_order_items(spark, items.base_path).cache()
     try:
-        live = live_rows(read_as_of(spark, table_path, newest.instant)).select(*OUTBOX.keys)
-        build.orphans = written.join(live, list(OUTBOX.keys), "left_anti").count()
-        build.orders_rebuilt = written.select(*OUTBOX.keys).distinct().count()
+        live = live_rows(read_as_of(spark, table_path, newest.instant)).select(*declared.keys)
+        build.orphans = written.join(live, list(declared.keys), "left_anti").count()
+        build.orders_rebuilt = written.select(*declared.keys).distinct().count()
         build.upserted = written.count()
         build.preview = preview_markdown(written)
     finally:

@@ -21,7 +21,7 @@ from dataclasses import MISSING, asdict, dataclass, fields
 from typing import Any, ClassVar, Final
 
 from cdc_lake.lake.hudi import HudiTableConfig
-from cdc_lake.lake.ingest import DEFAULT_MAX_LINE_MB
+from cdc_lake.lake.raw_lines import DEFAULT_MAX_LINE_MB
 from cdc_lake.lake.schema import LakeSchema, SourceColumn
 from cdc_lake.lake.table_state import DEFAULT_FULL_SCAN_EVERY
 from cdc_lake.marts.items_table import ItemsTableConfig
@@ -102,22 +102,30 @@ class UpsertParams:
 @dataclass(frozen=True)
 class OrderItemsParams:
     """The ``order_items`` app: the items brought up to ``table_path``'s newest commit, or
-    rebuilt in full from its snapshot (``rebuild``)."""
+    rebuilt in full from its snapshot (``rebuild``). ``captured``: the declaration of the table
+    at ``table_path``, whole (its key is the orders' key)."""
 
     APP: ClassVar[str] = "order_items"
     REPORTS_MATERIALIZATION: ClassVar[bool] = True
 
     table_path: str
     items: ItemsTableConfig
+    captured: CapturedTable
     rebuild: bool = False
 
     def to_json(self) -> dict[str, Any]:
-        return {"table_path": self.table_path, "items": asdict(self.items), "rebuild": self.rebuild}
+        return {
+            "table_path": self.table_path,
+            "items": asdict(self.items),
+            "captured": self.captured.to_json(),
+            "rebuild": self.rebuild,
+        }
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> OrderItemsParams:
         values = _checked(cls, cls.APP, data)
         values["items"] = ItemsTableConfig.from_json(values["items"])
+        values["captured"] = CapturedTable.from_json(values["captured"])
         return cls(**values)
 
 

@@ -13,8 +13,8 @@ commit's figures (``commit_instant``, counts) with ``new_commit`` false. It runs
 EMR by name through ``cdc_lake/spark_apps/run.py``.
 
 The source table's columns come in the parameters (``source_columns``: what the lake asset read
-from the source's catalog); the lake's columns follow them (``cdc_lake/lake/schema.py``), and a
-change the lake cannot take fails the app before anything is written. The lake's columns and
+from the source's catalog); the lake's columns follow them (``cdc_lake/lake/schema/evolution.py``),
+and a change the lake cannot take fails the app before anything is written. The lake's columns and
 schema version are reported (``lake_schema``).
 """
 
@@ -24,12 +24,13 @@ from typing import TYPE_CHECKING, Any
 
 from cdc_lake.lake.digest import empty_digest
 from cdc_lake.lake.hudi import latest_commit, table_exists
-from cdc_lake.lake.ingest import RawSource, ingest_new_files
+from cdc_lake.lake.ingest import ingest_new_files
 from cdc_lake.lake.ordering import DeleteMode
+from cdc_lake.lake.raw_lines import RawSource
 from cdc_lake.lake.reconcile import SourceKeys
 from cdc_lake.lake.schema import SourceColumn
 from cdc_lake.lake.table_state import TableState, evaluate
-from cdc_lake.source.captured import OUTBOX, RESCAN_CHECK, CapturedTable
+from cdc_lake.source.captured import RESCAN_CHECK, CapturedTable
 from cdc_lake.spark_apps.params import UpsertParams, UpsertReport
 from cdc_lake.spark_apps.report import AppReport, meta
 
@@ -56,6 +57,7 @@ def run_upsert(spark: SparkSession, s3_client: Any, params: UpsertParams) -> App
         else None,
     )
     schema = result.schema
+    assert schema is not None  # ingest_new_files always reports the lake's columns
     exists = table_exists(spark, table.base_path)
     # Nothing committed: report the newest commit's figures, never "none" over a real table.
     commit = result.committed or (latest_commit(spark, table.base_path) if exists else None)
@@ -126,7 +128,7 @@ def _list(columns: tuple[SourceColumn, ...] | None) -> list[SourceColumn] | None
 
 
 def report_state(
-    report: AppReport, state: TableState, delete_mode: DeleteMode, declared: CapturedTable = OUTBOX
+    report: AppReport, state: TableState, delete_mode: DeleteMode, declared: CapturedTable
 ) -> None:
     """The table state's metadata and the key and delete checks, into the app's report."""
     mode = meta(state.mode, "text")

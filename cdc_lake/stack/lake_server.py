@@ -236,12 +236,16 @@ def warm_up(server: _Server, path: Path) -> None:
     import shutil
 
     from cdc_lake.lake.hudi import HudiTableConfig
+    from cdc_lake.lake.schema import SourceColumn, initial
 
+    # The warm-up table's own schema: its rows below, keyed by order_id.
+    schema = initial("warm_up", "order_id", [SourceColumn("order_id", "bigint", nullable=False)])
     with server.lock:
         t0 = time.monotonic()
         try:
             shutil.rmtree(path, ignore_errors=True)
-            options = HudiTableConfig(base_path=path.as_uri(), partition_field="").write_options()
+            table = HudiTableConfig(base_path=path.as_uri(), partition_field="")
+            options = table.write_options(schema=schema)
             rows = server.spark.range(0, 100).selectExpr(
                 "id AS order_id", "id AS cdc_ordering", "false AS _hoodie_is_deleted"
             )

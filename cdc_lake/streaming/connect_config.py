@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from cdc_lake.source.captured import OUTBOX, TABLES, UNAVAILABLE_VALUE, CapturedTable
+from cdc_lake.source.captured import TABLES, UNAVAILABLE_VALUE, CapturedTable
 from cdc_lake.source.database import PG_PORT, PUBLICATION
 
 PLACEHOLDER = re.compile(r"\{\{\s*([a-z0-9_]+)\s*\}\}")
@@ -49,7 +49,7 @@ def connectors_dir() -> Path:
     return checkout if checkout.is_dir() else Path.cwd() / "connectors"
 
 
-def topic_name(topic_prefix: str, table: CapturedTable = OUTBOX) -> str:
+def topic_name(topic_prefix: str, table: CapturedTable) -> str:
     """Debezium's topic for a captured table: ``<prefix>.<schema>.<table>``, e.g.
     ``cdc.datalake.cdc_events`` for the outbox."""
     return f"{topic_prefix}.{table.source}"
@@ -134,10 +134,6 @@ class CdcConnectorSettings:
     s3_endpoint: str | None = None
     # The captured tables: one topic each, in the Debezium connector and the sink.
     tables: tuple[CapturedTable, ...] = TABLES
-
-    @property
-    def topic(self) -> str:
-        return topic_name(self.topic_prefix)
 
     @property
     def topics(self) -> tuple[str, ...]:

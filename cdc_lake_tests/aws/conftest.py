@@ -32,7 +32,7 @@ def synthetic_resources(
         local_stack.settings,
         spark=spark,
         lake={
-            "table_prefix": f"synthetic/{syn.name}/cdc_events",
+            "lake_prefix": f"synthetic/{syn.name}",
             "order_items_prefix": f"synthetic/{syn.name}/order_items",
             "quarantine_prefix": f"synthetic/{syn.name}/quarantine",
         },

@@ -6,8 +6,8 @@ import json
 
 from bench.__main__ import run
 from bench.harness import write_outputs
+from bench.outbox import raw_cdc_files_sensor
 from bench.scale import events_for
-from cdc_lake.defs.lake.sensors import raw_cdc_files_sensor
 from cdc_lake.resources.streaming import CdcPipelineResource
 from cdc_lake.stack import LocalStack
 

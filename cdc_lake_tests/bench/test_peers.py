@@ -27,6 +27,7 @@ from bench.peers import (
 )
 from bench.peers_large import LargeTable
 from bench.scale import bench_scale
+from bench.synthetic import OUTBOX_SCHEMA
 from cdc_lake.stack import LocalStack
 
 
@@ -187,9 +188,10 @@ def test_a_variant_sets_hudi_options_and_the_table_configs_fields():
         {"cdc_lake.change_sets": "false", "cdc_lake.change_feed": "true", "hoodie.x": "1"},
     )
     assert (table.change_sets, table.change_feed) == (False, True)
-    assert "hoodie.table.cdc.enabled" not in variant_table("s3a://b/t", {}).write_options()
+    default = variant_table("s3a://b/t", {}).write_options(schema=OUTBOX_SCHEMA)
+    assert "hoodie.table.cdc.enabled" not in default
     assert table.extra_options == {"hoodie.x": "1"}
-    assert table.write_options()["hoodie.table.cdc.enabled"] == "true"
+    assert table.write_options(schema=OUTBOX_SCHEMA)["hoodie.table.cdc.enabled"] == "true"
 
 
 def test_the_large_table_batches_and_the_generators_answer():

@@ -1,8 +1,8 @@
 """The Dagster UI on the session stack, driven by Playwright in Debian's Chromium.
 
-The webserver (behind the stack's UI token, ``cdc_lake/webserver.py``) and ``dagster-daemon``
+The webserver (behind the stack's UI token, ``cdc_lake/ops/webserver.py``) and ``dagster-daemon``
 run on a fresh instance under the module's tmp dir, sharing one code server on a Unix socket
-(``cdc_lake/instance.py``: the stack's settings reach them through their environment). The
+(``cdc_lake/ops/instance.py``: the stack's settings reach them through their environment). The
 browser holds the token's cookie, as after opening the URL ``cdc-lake ui`` prints. They run
 after
 the sample data went through outbox, Debezium, Kafka and the S3 sink (``ingested``). Chromium
@@ -23,7 +23,7 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from cdc_lake.instance import (
+from cdc_lake.ops.instance import (
     code_server,
     daemon,
     prepare_home,
@@ -31,9 +31,9 @@ from cdc_lake.instance import (
     wait_for_webserver,
     webserver,
 )
+from cdc_lake.ops.webserver import cookie_name, ensure_token
 from cdc_lake.stack import LocalStack
 from cdc_lake.stack.install import chromium_path
-from cdc_lake.webserver import cookie_name, ensure_token
 
 CHROMIUM_FLAGS = [
     "--no-sandbox",

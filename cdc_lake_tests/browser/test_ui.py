@@ -27,13 +27,12 @@ import time
 import dagster as dg
 import psycopg2
 
+from bench.outbox import HUDI_KEY, HUDI_OP, lake_refresh_job, raw_cdc_files_sensor
 from cdc_lake.definitions import defs as load_defs
-from cdc_lake.defs.keys import HUDI_KEY, ORDER_ITEMS_KEY, table_keys
-from cdc_lake.defs.lake.jobs import HUDI_OP, lake_refresh_job
-from cdc_lake.defs.lake.sensors import raw_cdc_files_sensor
-from cdc_lake.instance import LOCATION, materializations, sensor_runs
-from cdc_lake.run_timeline import run_timeline
-from cdc_lake.source.captured import CUSTOMERS
+from cdc_lake.defs.keys import ORDER_ITEMS_KEY, table_keys
+from cdc_lake.ops.instance import LOCATION, materializations, sensor_runs
+from cdc_lake.ops.run_timeline import run_timeline
+from cdc_lake.source.captured import CUSTOMERS, OUTBOX
 from cdc_lake.source.workload import Workload
 from cdc_lake.stack import LocalStack
 from cdc_lake_tests.browser.conftest import Ui
@@ -189,7 +188,9 @@ def test_sensor_turned_on_after_a_workload_runs_one_refresh(
         conn.close()
     cdc = resources["cdc"]
     time.sleep(3)  # Debezium publishes, then the sink flushes what the topic holds
-    wait_for_consumer(resources["kafka"].client_conf(), cdc.sink_consumer_group, cdc.topic, 120)
+    wait_for_consumer(
+        resources["kafka"].client_conf(), cdc.sink_consumer_group, cdc.topic_of(OUTBOX), 120
+    )
     name = raw_cdc_files_sensor.name
     since = time.time()
     with ui.step(page, "sensor-on"):

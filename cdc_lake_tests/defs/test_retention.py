@@ -7,7 +7,7 @@ import dagster as dg
 import pytest
 
 from cdc_lake.defs.retention import dagster_runs_prune_job
-from cdc_lake_tests.test_run_retention import a
+from cdc_lake_tests.runs.test_retention import a
 
 
 def _run(instance: dg.DagsterInstance) -> None:

@@ -8,10 +8,10 @@ from typing import Any
 
 import dagster as dg
 
+from bench.outbox import HUDI_KEY, cdc_events_hudi, raw_cdc_files_sensor
 from bench.synthetic import SyntheticLake, event
-from cdc_lake.defs.keys import HUDI_KEY, ORDER_ITEMS_KEY
-from cdc_lake.defs.lake.assets import cdc_events_hudi
-from cdc_lake.defs.lake.sensors import SENSOR_RESOURCES, raw_cdc_files_sensor
+from cdc_lake.defs.keys import ORDER_ITEMS_KEY
+from cdc_lake.defs.lake.sensors import SENSOR_RESOURCES
 from cdc_lake.defs.marts.assets import order_items
 from cdc_lake.lake.timeline import newest_commit_instant
 from cdc_lake.resources.local import local_resources
@@ -45,7 +45,7 @@ def test_empty_run_keeps_the_last_commit_and_starts_no_spark(local_stack: LocalS
     resources = local_resources(
         s,
         lake={
-            "table_prefix": f"synthetic/{lake.name}/cdc_events",
+            "lake_prefix": f"synthetic/{lake.name}",
             "order_items_prefix": f"synthetic/{lake.name}/order_items",
         },
         raw_prefix=lake.raw_prefix,

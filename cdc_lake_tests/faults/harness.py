@@ -26,13 +26,13 @@ import dagster as dg
 import psycopg2
 from confluent_kafka import Consumer, TopicPartition
 
-from cdc_lake.defs.lake.assets import cdc_events_hudi
+from bench.outbox import cdc_events_hudi
 from cdc_lake.defs.raw.assets import raw_cdc_files
 from cdc_lake.defs.source.assets import cdc_events_outbox
 from cdc_lake.defs.streaming.assets import cdc_events_topic
-from cdc_lake.lake.ingest import read_table
+from cdc_lake.lake.readers import read_table
 from cdc_lake.resources.local import local_resources
-from cdc_lake.source.captured import TABLES, CapturedTable
+from cdc_lake.source.captured import OUTBOX, TABLES, CapturedTable
 from cdc_lake.source.database import prepare_source
 from cdc_lake.source.workload import Workload
 from cdc_lake.stack import LocalStack
@@ -382,7 +382,7 @@ class FaultPipeline:
         self.resources = local_resources(
             stack.settings,
             lake={
-                "table_prefix": f"faults/{slug}/cdc_events",
+                "lake_prefix": f"faults/{slug}",
                 "order_items_prefix": f"faults/{slug}/order_items",
                 "quarantine_prefix": f"faults/{slug}/quarantine",
             },
@@ -522,7 +522,7 @@ class FaultPipeline:
     @property
     def watcher(self) -> TopicWatcher:
         if self._watcher is None:
-            self._watcher = TopicWatcher(self.reader_conf, self.cdc.topic)
+            self._watcher = TopicWatcher(self.reader_conf, self.cdc.topic_of(OUTBOX))
         return self._watcher
 
     def publish_backlog(self, timeout_s: float = 240) -> None:
@@ -533,8 +533,8 @@ class FaultPipeline:
         while self.watcher.max_lsn < lsn:
             if time.monotonic() > deadline:
                 raise TimeoutError(
-                    f"{self.cdc.topic}: Debezium did not publish the marker (LSN {lsn}) in "
-                    f"{timeout_s:.0f}s; highest __lsn seen {self.watcher.max_lsn}"
+                    f"{self.cdc.topic_of(OUTBOX)}: Debezium did not publish the marker (LSN "
+                    f"{lsn}) in {timeout_s:.0f}s; highest __lsn seen {self.watcher.max_lsn}"
                 )
             with contextlib.suppress(ConnectionError, KeyError):
                 self.watcher.read()
@@ -548,13 +548,13 @@ class FaultPipeline:
         wait_for_consumer(
             self.kafka_conf,
             self.cdc.sink_consumer_group,
-            self.cdc.topic,
+            self.cdc.topic_of(OUTBOX),
             max(10.0, deadline - time.monotonic()),
         )
 
     def events(self) -> int:
         """Records in the topic (snapshot, changes, and any redelivered duplicates)."""
-        return sum(end_offsets(self.kafka_conf, self.cdc.topic).values())
+        return sum(end_offsets(self.kafka_conf, self.cdc.topic_of(OUTBOX)).values())
 
     # --- lake ------------------------------------------------------------------------------
     def refresh(self) -> dict[str, Any]:
@@ -575,7 +575,7 @@ class FaultPipeline:
                 source = {r[0]: tuple(r[1:]) for r in cur.fetchall()}
         finally:
             conn.close()
-        table = read_table(spark, self.lake.table_path).select(
+        table = read_table(spark, self.lake.table_path_of(OUTBOX)).select(
             F.col("order_id").cast("long").alias("order_id"),
             F.rtrim("customer_id").alias("customer_id"),
             *[F.col(c).cast("string").alias(c) for c in ("order_date", "required_date",
@@ -638,7 +638,7 @@ class FaultPipeline:
         """The outbox topic's raw object keys, in order (the customers' have a folder of their
         own, which sorts after it)."""
         keys: list[str] = []
-        prefix = f"{self.cdc.raw_prefix}{self.cdc.topic}/"
+        prefix = f"{self.cdc.raw_prefix}{self.cdc.topic_of(OUTBOX)}/"
         kwargs: dict[str, Any] = {"Bucket": self.cdc.raw_bucket, "Prefix": prefix}
         if start_after:
             kwargs["StartAfter"] = start_after

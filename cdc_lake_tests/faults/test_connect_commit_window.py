@@ -25,6 +25,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+from cdc_lake.source.captured import OUTBOX
 from cdc_lake.stack import LocalStack
 from cdc_lake.streaming.topics import end_offsets
 from cdc_lake_tests.faults.harness import (
@@ -54,8 +55,8 @@ def kill_connect_in_commit_window(
 ) -> Window | None:
     """Kill Connect right after an upload whose offsets are not committed; None if missed."""
     cdc = pipeline.cdc
-    partitions = list(end_offsets(pipeline.kafka_conf, cdc.topic))
-    committed = CommittedOffsets(pipeline.kafka_conf, cdc.sink_consumer_group, cdc.topic)
+    partitions = list(end_offsets(pipeline.kafka_conf, cdc.topic_of(OUTBOX)))
+    committed = CommittedOffsets(pipeline.kafka_conf, cdc.sink_consumer_group, cdc.topic_of(OUTBOX))
     try:
         keys = pipeline.raw_keys()
         last = keys[-1] if keys else None
@@ -107,14 +108,16 @@ def test_connect_killed_between_upload_and_offset_commit(
         during = p.refresh()  # reads the uncommitted object
 
     cdc = p.cdc
-    holder = PartitionHolder(p.reader_conf, cdc.sink_consumer_group, cdc.topic)
+    holder = PartitionHolder(p.reader_conf, cdc.sink_consumer_group, cdc.topic_of(OUTBOX))
     try:
         with fault_record.phase("restart"):
             holder.wait_assigned({window.partition})
             local_stack.up()
             p.wait_running()
             p.publish_backlog()  # Debezium has sent every change made so far
-            committed = CommittedOffsets(p.kafka_conf, cdc.sink_consumer_group, cdc.topic)
+            committed = CommittedOffsets(
+                p.kafka_conf, cdc.sink_consumer_group, cdc.topic_of(OUTBOX)
+            )
             try:
                 still = committed.read([window.partition])[window.partition]
             finally:

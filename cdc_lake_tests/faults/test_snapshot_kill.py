@@ -23,10 +23,10 @@ import time
 import dagster as dg
 import psycopg2
 
-from cdc_lake.defs.lake.assets import cdc_events_hudi
-from cdc_lake.defs.lake.checks import matches_source
+from bench.outbox import cdc_events_hudi, matches_source
 from cdc_lake.defs.raw.assets import raw_cdc_files
 from cdc_lake.defs.streaming.assets import cdc_events_topic
+from cdc_lake.source.captured import OUTBOX
 from cdc_lake.stack import LocalStack
 from cdc_lake.streaming.topics import end_offsets
 from cdc_lake_tests.faults.harness import FaultPipeline, FaultRecord, kill_service
@@ -74,11 +74,13 @@ def test_connect_killed_during_initial_snapshot(
             assert time.monotonic() < deadline, f"the snapshot did not start ({at_kill} records)"
             time.sleep(0.05)
             try:
-                at_kill = sum(end_offsets(p.kafka_conf, p.cdc.topic, timeout_s=2).values())
+                at_kill = sum(
+                    end_offsets(p.kafka_conf, p.cdc.topic_of(OUTBOX), timeout_s=2).values()
+                )
             except KeyError:
                 continue  # no topic yet
         kill_service(local_stack, "connect")
-        after_kill = sum(end_offsets(p.kafka_conf, p.cdc.topic).values())
+        after_kill = sum(end_offsets(p.kafka_conf, p.cdc.topic_of(OUTBOX)).values())
     # Even if every change deleted a row, a complete snapshot would hold more.
     assert after_kill < rows - CHANGES, f"snapshot complete ({after_kill}/{rows}) at the kill"
 

@@ -24,6 +24,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from cdc_lake.source.captured import OUTBOX
 from cdc_lake.stack import LocalStack
 from cdc_lake.stack.process import tail
 from cdc_lake.stack.settings import project_root
@@ -47,7 +48,7 @@ def timeline(pipeline: FaultPipeline) -> dict[str, set[str]]:
     bucket = pipeline.lake.lake_bucket
     for prefix in (".hoodie/timeline/", ".hoodie/"):
         page = pipeline.s3.list_objects_v2(
-            Bucket=bucket, Prefix=f"{pipeline.lake.table_prefix}/{prefix}", Delimiter="/"
+            Bucket=bucket, Prefix=f"{pipeline.lake.table_prefix_of(OUTBOX)}/{prefix}", Delimiter="/"
         )
         for obj in page.get("Contents", []):
             name = obj["Key"].rsplit("/", 1)[-1]
@@ -71,7 +72,7 @@ def kill_upsert_mid_commit(
         "state_dir": str(s.state_dir),
         "port_base": s.port_base,
         "jars_dir": str(s.jars_dir),
-        "params": pipeline.lake.upsert_params(pipeline.cdc).to_json(),
+        "params": pipeline.lake.upsert_params(pipeline.cdc, table=OUTBOX).to_json(),
     }
     with log.open("ab") as out:
         proc = subprocess.Popen(

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from cdc_lake.infra.app import build, settings_from_context
-from cdc_lake.infra.stack import InfraSettings
+from cdc_lake.infra.settings import InfraSettings
 
 SUBNETS = ["subnet-0123456789abcdef0", "subnet-0123456789abcdef1"]
 

@@ -1,4 +1,4 @@
-"""The Dagster deployment's role (``CdcLakeStack._dagster_role``): the calls table it is built
+"""The Dagster deployment's role (``cdc_lake/infra/dagster_role.py``): the calls table it is built
 from (``cdc_lake/infra/dagster_calls.py``) is what the Dagster side's code calls, each action is
 the one AWS names for its operation, and the synthesised role grants exactly those actions, each
 on the project's resources, for both Spark targets.
@@ -33,7 +33,8 @@ from cdc_lake.infra.dagster_calls import (
     dagster_calls,
 )
 from cdc_lake.infra.outputs import OUTPUT_PREFIX
-from cdc_lake.infra.stack import CODE_PREFIX, EMR_CLUSTER_TAG, EMR_LOG_PREFIX, trusted_principal
+from cdc_lake.infra.principals import trusted_principal
+from cdc_lake.infra.settings import CODE_PREFIX, EMR_CLUSTER_TAG, EMR_LOG_PREFIX
 from cdc_lake.resources.streaming import CdcPipelineResource
 from cdc_lake.source.captured import TABLES
 from cdc_lake.streaming.topics import INSPECTOR_GROUP

@@ -31,8 +31,8 @@ import boto3
 import dagster as dg
 import pytest
 
+from bench.outbox import cdc_events_hudi
 from bench.synthetic import event
-from cdc_lake.defs.lake.assets import cdc_events_hudi
 from cdc_lake.infra.outputs import named_outputs
 from cdc_lake.resources.prod import (
     EMR_SERVERLESS,

@@ -10,8 +10,8 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
-from cdc_lake.cli import cmd_aws_env
 from cdc_lake.infra.outputs import OUTPUT_PREFIX, stack_variables
+from cdc_lake.ops.aws_cli import cmd_aws_env
 
 CLUSTER = "arn:aws:kafka:eu-west-1:123456789012:cluster/cdc-lake-msk/0123-4567"
 BROKERS = "b-1.msk.eu-west-1.amazonaws.com:9098,b-2.msk.eu-west-1.amazonaws.com:9098"

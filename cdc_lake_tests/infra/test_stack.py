@@ -15,7 +15,7 @@ import pytest
 from cdc_lake.infra.app import settings_from_context
 from cdc_lake.infra.dagster_calls import UNSCOPED_ACTIONS
 from cdc_lake.infra.outputs import OUTPUT_PREFIX
-from cdc_lake.infra.stack import EMR_RELEASE
+from cdc_lake.infra.settings import EMR_RELEASE
 from cdc_lake.resources.prod import ProdSettings, msk_deploy_settings
 from cdc_lake_tests.infra.conftest import SUBNETS, Synth
 

@@ -10,7 +10,7 @@ Debezium, Kafka, the S3 sink, Spark with Hudi), on a pipeline of its own (the fa
    sends its placeholder, and the lake fills it in from the stored row
    (``cdc_lake/lake/unavailable.py``): equal byte for byte again;
 3. rows deleted while the table was out of the publication, so no event removes them from the
-   lake: ``cdc-lake lake reconcile`` (``cdc_lake/repair.py``) deletes them, and a second run
+   lake: ``cdc-lake lake reconcile`` (``cdc_lake/ops/repair.py``) deletes them, and a second run
    deletes nothing;
 4. a composite key: Northwind's ``order_details`` (``order_id``, ``product_id``), declared in
    this test only and added to the running pipeline as a user adds a table, through the random
@@ -39,14 +39,17 @@ from pyspark.sql import SparkSession
 
 from cdc_lake.defs.lake.assets import hudi_tables
 from cdc_lake.defs.lake.checks import table_checks
+from cdc_lake.lake.commit import IngestResult
 from cdc_lake.lake.digest import compare_digests, source_digest
 from cdc_lake.lake.hudi import HudiTableConfig
-from cdc_lake.lake.ingest import IngestResult, RawSource, ingest_new_files, read_table
+from cdc_lake.lake.ingest import ingest_new_files
 from cdc_lake.lake.ordering import live_rows
+from cdc_lake.lake.raw_lines import RawSource
+from cdc_lake.lake.readers import read_table
 from cdc_lake.lake.reconcile import write_source_keys
 from cdc_lake.lake.schema import columns_from_catalog
 from cdc_lake.lake.table_state import evaluate
-from cdc_lake.repair import reconcile
+from cdc_lake.ops.repair import reconcile
 from cdc_lake.source.captured import CUSTOMERS, UNAVAILABLE_VALUE, CapturedTable
 from cdc_lake.stack import LocalStack
 from cdc_lake.streaming.connect_config import topic_name
@@ -137,6 +140,7 @@ def refresh_details(
 
 def audit_match(p: FaultPipeline, spark: SparkSession, result: IngestResult) -> None:
     """The lake's audit log equals the source's, row by row and by the digest."""
+    assert result.schema is not None
     _, table = details_table(p, AUDIT_LOG)
     source = dict(sql(p, "SELECT entry, msg FROM datalake.audit_log"))
     rows = live_rows(read_table(spark, table.base_path)).select("entry", "msg").collect()
@@ -160,6 +164,7 @@ def connected(p: FaultPipeline) -> Iterator[Any]:
 def details_match(p: FaultPipeline, spark: SparkSession, result: IngestResult) -> dict[str, Any]:
     """The lake's order details equal the source's, row by row and by the digest; the lake's
     digest state."""
+    assert result.schema is not None
     _, table = details_table(p)
     names = ", ".join(DETAIL_COLUMNS)
     rows = sql(p, f"SELECT {names} FROM {ORDER_DETAILS.source}")

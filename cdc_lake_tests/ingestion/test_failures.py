@@ -8,12 +8,13 @@ import time
 import dagster as dg
 import pytest
 
-from cdc_lake.defs.keys import RAW_KEY
+from bench.outbox import RAW_KEY
 from cdc_lake.defs.raw.assets import MissingBucketError, raw_cdc_files
 from cdc_lake.defs.streaming.assets import cdc_events_topic
 from cdc_lake.resources.local import local_resources
 from cdc_lake.resources.source import PostgresResource
 from cdc_lake.resources.streaming import KafkaConnectResource
+from cdc_lake.source.captured import OUTBOX
 from cdc_lake.source.preflight import SourceNotReady
 from cdc_lake.stack import LocalStack
 from cdc_lake.stack.services import Postgres
@@ -153,9 +154,9 @@ def test_a_sink_failed_on_a_missing_bucket_is_restarted_and_loses_nothing(
     assert meta["connector_restarted"] == "task 0" and meta["connector_state"] == "RUNNING"
     said = [e.user_message for e in instance.all_logs(result.run_id)]
     assert [m for m in said if f"sink connector {sink} was FAILED; restarted it (task 0: " in m]
-    ends = end_offsets(conf, cdc.topic)
+    ends = end_offsets(conf, cdc.topic_of(OUTBOX))
     seen: dict[int, set[int]] = {}
-    for event in raw_events(s3, bucket, cdc.raw_prefix, cdc.topic):
+    for event in raw_events(s3, bucket, cdc.raw_prefix, cdc.topic_of(OUTBOX)):
         seen.setdefault(event["__kafka_partition"], set()).add(event["__kafka_offset"])
     assert {p: len(seen.get(p, ())) for p in ends} == ends
     assert all(seen[p] == set(range(ends[p])) for p in ends)

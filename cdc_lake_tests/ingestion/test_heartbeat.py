@@ -12,6 +12,7 @@ import psycopg2
 
 from cdc_lake.defs.source.assets import cdc_events_outbox
 from cdc_lake.resources.local import local_resources
+from cdc_lake.source.captured import OUTBOX
 from cdc_lake.stack import LocalStack
 from cdc_lake.streaming.topics import end_offsets, wait_for_offsets
 from cdc_lake_tests.ingestion.test_reference_dump import create_database
@@ -71,7 +72,7 @@ def test_quiet_outbox_slot_follows_wal_thanks_to_heartbeats(ingested, resources,
     cdc = resources["cdc"]
     conf = resources["kafka"].client_conf()
     first_beat = _beat_at(pg)
-    topic_before = end_offsets(conf, cdc.topic)
+    topic_before = end_offsets(conf, cdc.topic_of(OUTBOX))
     _write_wal(pg, 1.0)
     start, _, _ = _slot(pg, cdc.slot_name)
     t0 = time.monotonic()
@@ -87,7 +88,7 @@ def test_quiet_outbox_slot_follows_wal_thanks_to_heartbeats(ingested, resources,
     assert current - confirmed < written
     assert _beat_at(pg) > first_beat  # the action query runs with the role's grants
     # Nothing came from the outbox meanwhile: the progress is the heartbeats'.
-    assert end_offsets(conf, cdc.topic) == topic_before
+    assert end_offsets(conf, cdc.topic_of(OUTBOX)) == topic_before
 
 
 def test_unpublished_heartbeat_table_leaves_the_slot_pinned(
@@ -114,7 +115,9 @@ def test_unpublished_heartbeat_table_leaves_the_slot_pinned(
         # Deployed directly: the topic asset's preflight refuses this publication.
         config = cdc.connector_settings(mine["postgres"]).debezium()
         connect.deploy(cdc.source_connector_name, config, 120, print)
-        wait_for_offsets(mine["kafka"].client_conf(), cdc.topic, at_least=829, timeout_s=120)
+        wait_for_offsets(
+            mine["kafka"].client_conf(), cdc.topic_of(OUTBOX), at_least=829, timeout_s=120
+        )
         first_beat = _beat_at(conn)
         start, _, _ = _slot(conn, slot)
         _write_wal(conn, 12.0)

@@ -9,10 +9,12 @@ from collections import Counter
 
 import dagster as dg
 
-from cdc_lake.defs.keys import KEYS, OUTBOX_KEY, RAW_KEY, TOPIC_KEY
+from bench.outbox import OUTBOX_KEY, RAW_KEY, TOPIC_KEY
+from cdc_lake.defs.keys import KEYS
 from cdc_lake.defs.raw.assets import raw_cdc_files
 from cdc_lake.defs.source.assets import cdc_events_outbox
 from cdc_lake.defs.streaming.assets import cdc_events_topic
+from cdc_lake.source.captured import OUTBOX
 from cdc_lake.stack import LocalStack
 from cdc_lake_tests.ingestion.helpers import metadata, raw_events, wait_for_events
 from cdc_lake_tests.topic_reader import read_all, reader_conf
@@ -23,7 +25,7 @@ EPOCH = dt.date(1970, 1, 1)
 def _raw(stack: LocalStack, resources):
     cdc = resources["cdc"]
     client = stack.service("s3").client()  # type: ignore[attr-defined]
-    return lambda: raw_events(client, cdc.raw_bucket, cdc.raw_prefix, cdc.topic)
+    return lambda: raw_events(client, cdc.raw_bucket, cdc.raw_prefix, cdc.topic_of(OUTBOX))
 
 
 def test_default_sample_829_rows_messages_and_events(local_stack: LocalStack, ingested, resources):
@@ -36,7 +38,7 @@ def test_default_sample_829_rows_messages_and_events(local_stack: LocalStack, in
         assert (meta["connector_state"], meta["replication_slot"]) == (
             "RUNNING", resources["cdc"].slot_name
         ), k.topic  # fmt: skip
-    records = read_all(reader_conf(local_stack.settings), resources["cdc"].topic)
+    records = read_all(reader_conf(local_stack.settings), resources["cdc"].topic_of(OUTBOX))
     # The initial snapshot's reads; ad-hoc snapshot reads (test_resnapshot.py) carry no LSN.
     snapshot = [r for r in records if r and r["__op"] == "r" and r["__lsn"] is not None]
     assert len(snapshot) == 829

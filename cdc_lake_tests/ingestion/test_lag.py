@@ -7,12 +7,13 @@ from typing import Any
 
 import dagster as dg
 
-from cdc_lake.defs.keys import RAW_KEY, TOPIC_KEY
+from bench.outbox import RAW_KEY, TOPIC_KEY, sink_consumer_lag
 from cdc_lake.defs.raw.assets import raw_cdc_files
-from cdc_lake.defs.raw.checks import sink_connector_running, sink_consumer_lag
+from cdc_lake.defs.raw.checks import sink_connector_running
 from cdc_lake.defs.streaming.assets import cdc_events_topic
 from cdc_lake.defs.streaming.checks import replication_slot_lag, source_connector_running
 from cdc_lake.resources.local import local_resources
+from cdc_lake.source.captured import OUTBOX
 from cdc_lake.stack import LocalStack
 from cdc_lake.streaming.connect_client import ConnectClient
 from cdc_lake.streaming.topics import end_offsets, wait_for_consumer
@@ -81,7 +82,7 @@ def test_sink_lag_check_warns_while_the_sink_is_paused(
     connect: ConnectClient = resources["kafka_connect"].client()
     sink = cdc.sink_connector_name
     tiny = local_resources(local_stack.settings, sink_lag_warn_records=0)
-    before = sum(end_offsets(conf, cdc.topic).values())
+    before = sum(end_offsets(conf, cdc.topic_of(OUTBOX)).values())
     connect.pause(sink)
     try:
         _wait_state(connect, sink, "PAUSED")
@@ -89,7 +90,7 @@ def test_sink_lag_check_warns_while_the_sink_is_paused(
             cur.execute("UPDATE datalake.orders SET freight = freight + 1 WHERE order_id = 10255")
         pg.commit()
         deadline = time.monotonic() + 60
-        while sum(end_offsets(conf, cdc.topic).values()) == before:
+        while sum(end_offsets(conf, cdc.topic_of(OUTBOX)).values()) == before:
             assert time.monotonic() < deadline, "the change never reached the topic"
             time.sleep(0.5)
         paused = _evaluate(sink_consumer_lag, kafka=tiny["kafka"], cdc=tiny["cdc"])
@@ -100,7 +101,7 @@ def test_sink_lag_check_warns_while_the_sink_is_paused(
         assert state.description == f"{sink}: connector PAUSED, task 0 PAUSED"
     finally:
         connect.resume(sink)
-    wait_for_consumer(conf, cdc.sink_consumer_group, cdc.topic, timeout_s=60)
+    wait_for_consumer(conf, cdc.sink_consumer_group, cdc.topic_of(OUTBOX), timeout_s=60)
     resumed = _evaluate(sink_consumer_lag, kafka=tiny["kafka"], cdc=tiny["cdc"])
     assert resumed.passed  # caught up: 0 records, not over a threshold of 0
     assert resumed.metadata["sink_consumer_lag_records"].value == 0

@@ -8,11 +8,12 @@ from pathlib import Path
 import dagster as dg
 import psycopg2
 
-from cdc_lake.defs.keys import OUTBOX_KEY, RAW_KEY, TOPIC_KEY
+from bench.outbox import OUTBOX_KEY, RAW_KEY, TOPIC_KEY
 from cdc_lake.defs.raw.assets import raw_cdc_files
 from cdc_lake.defs.source.assets import cdc_events_outbox
 from cdc_lake.defs.streaming.assets import cdc_events_topic
 from cdc_lake.resources.local import local_resources
+from cdc_lake.source.captured import OUTBOX
 from cdc_lake.stack import LocalStack
 from cdc_lake.stack.services import Postgres
 from cdc_lake_tests.ingestion.helpers import metadata, raw_events
@@ -55,7 +56,7 @@ def test_original_dump_yields_829_events(local_stack: LocalStack, secret_env):
     assert metadata(result, TOPIC_KEY)["records"] == 829
     assert metadata(result, RAW_KEY)["records_flushed"] == 829
     client = local_stack.service("s3").client()  # type: ignore[attr-defined]
-    events = raw_events(client, s.raw_bucket, "ref-events/", resources["cdc"].topic)
+    events = raw_events(client, s.raw_bucket, "ref-events/", resources["cdc"].topic_of(OUTBOX))
     assert len(events) == 829
     assert {e["__db"] for e in events} == {"northwind_ref"}
     assert 11077 in {e["order_id"] for e in events} and 11075 not in {e["order_id"] for e in events}

@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from cdc_lake.cli import main
+from cdc_lake.ops.cli import main
+from cdc_lake.source.captured import OUTBOX
 from cdc_lake.stack import LocalStack
 from cdc_lake.streaming.topics import end_offsets
 from cdc_lake_tests.ingestion.helpers import wait_for_events
@@ -24,7 +25,7 @@ OUTBOX_SQL = (
 
 
 def _records(stack: LocalStack, resources: dict) -> list[dict[str, Any]]:
-    conf, topic = reader_conf(stack.settings), resources["cdc"].topic
+    conf, topic = reader_conf(stack.settings), resources["cdc"].topic_of(OUTBOX)
     assert len(end_offsets(conf, topic)) == 1  # one partition: list position = offset
     return [r for r in read_all(conf, topic) if r is not None]
 

@@ -33,12 +33,11 @@ import dagster as dg
 import pytest
 from pyspark.sql import functions as F
 
+from bench.outbox import HUDI_OP, cdc_events_hudi, matches_source, schema_matches_source
 from cdc_lake import sql_dir
-from cdc_lake.defs.lake.assets import cdc_events_hudi
-from cdc_lake.defs.lake.checks import matches_source, schema_matches_source
-from cdc_lake.defs.lake.jobs import HUDI_OP
 from cdc_lake.lake.hudi import completed_commits
-from cdc_lake.lake.ingest import read_table
+from cdc_lake.lake.readers import read_table
+from cdc_lake.source.captured import OUTBOX
 from cdc_lake.stack import LocalStack
 from cdc_lake_tests.faults.harness import FaultPipeline
 
@@ -132,7 +131,7 @@ def micros(delta: datetime.timedelta) -> int:
 
 
 def lake_rows(p: FaultPipeline, spark: Any) -> dict[int, Any]:
-    return {r["order_id"]: r for r in read_table(spark, p.lake.table_path).collect()}
+    return {r["order_id"]: r for r in read_table(spark, p.lake.table_path_of(OUTBOX)).collect()}
 
 
 def test_schema_changes_reach_the_lake_or_stop_the_refresh(pipeline: FaultPipeline, spark):
@@ -182,9 +181,15 @@ def test_schema_changes_reach_the_lake_or_stop_the_refresh(pipeline: FaultPipeli
         weight = rows[oid]["weight"]
         assert math.isnan(weight) if oid % 3 == 0 else weight == REAL_1_1 != 1.1
     # Wall-clock times as Debezium counts them: from 1970-01-01 00:00, as written.
-    clocks = read_table(spark, p.lake.table_path).where(F.col("order_id") == orders[0]).select(
-        F.unix_micros("promised_at").alias("promised"), F.unix_micros("packed_at").alias("packed")
-    ).first()
+    clocks = (
+        read_table(spark, p.lake.table_path_of(OUTBOX))
+        .where(F.col("order_id") == orders[0])
+        .select(
+            F.unix_micros("promised_at").alias("promised"),
+            F.unix_micros("packed_at").alias("packed"),
+        )
+        .first()
+    )
     assert clocks is not None
     epoch = datetime.datetime(1970, 1, 1)
     assert clocks["promised"] == micros(datetime.datetime(2026, 3, 1, 12, 34, 56, 123456) - epoch)
@@ -250,14 +255,14 @@ def test_schema_changes_reach_the_lake_or_stop_the_refresh(pipeline: FaultPipeli
 
     # 5. A rename stops (the catalog keeps a renamed column's attnum), even with no new rows;
     # renamed back, the refresh goes on.
-    commits = [c.instant for c in completed_commits(spark, p.lake.table_path)]
+    commits = [c.instant for c in completed_commits(spark, p.lake.table_path_of(OUTBOX))]
     sql(p, "ALTER TABLE datalake.cdc_events RENAME COLUMN priority TO prio")
     renamed = refresh(p)
     assert not renamed.success
     assert "'priority' was renamed to 'prio'" in failure(renamed)
     sql(p, "ALTER TABLE datalake.cdc_events RENAME COLUMN prio TO priority")
     assert refresh(p).success
-    assert [c.instant for c in completed_commits(spark, p.lake.table_path)] == commits
+    assert [c.instant for c in completed_commits(spark, p.lake.table_path_of(OUTBOX))] == commits
 
     # 6. Incompatible: text -> integer stops before anything is committed.
     digest = metadata(fourth)["live_key_digest"]["digest"]
@@ -269,8 +274,8 @@ def test_schema_changes_reach_the_lake_or_stop_the_refresh(pipeline: FaultPipeli
     message = failure(failed)
     for part in ("datalake.cdc_events", "'sales_channel'", "text", "integer", "Nothing was"):
         assert part in message, message
-    assert [c.instant for c in completed_commits(spark, p.lake.table_path)] == commits
-    table = read_table(spark, p.lake.table_path)
+    assert [c.instant for c in completed_commits(spark, p.lake.table_path_of(OUTBOX))] == commits
+    table = read_table(spark, p.lake.table_path_of(OUTBOX))
     kept = table.where(F.col("order_id") == orders[3]).first()
     assert kept is not None and kept["sales_channel"] == f"web-{orders[3]}"
     assert "sales_channel string" in table.schema.simpleString().replace(":", " ")

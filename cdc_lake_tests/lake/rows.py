@@ -8,8 +8,7 @@ from typing import Any
 
 from pyspark.sql import DataFrame, Row, SparkSession
 
-from bench.synthetic import KIND_VALUES
-from cdc_lake.lake.tables import declared_schema
+from bench.synthetic import KIND_VALUES, OUTBOX_SCHEMA
 from cdc_lake.lake.transforms import lines_from_text, parse_raw_lines, split_valid, to_lake_rows
 from cdc_lake.source.captured import OUTBOX
 
@@ -53,7 +52,7 @@ def event(**overrides: Any) -> dict[str, Any]:
     }
     base.update(overrides)
     # Any column sql/ declares that this event does not set (one added later): its kind's value.
-    for c in declared_schema(OUTBOX).columns:
+    for c in OUTBOX_SCHEMA.columns:
         base.setdefault(c.name, KIND_VALUES[c.kind])
     return base
 
@@ -64,9 +63,9 @@ def line(**overrides: Any) -> str:
 
 def lake_rows(spark: SparkSession, events: list[dict[str, Any]], key: str = KEY) -> DataFrame:
     text = "".join(json.dumps(e) + "\n" for e in events)
-    good, bad = split_valid(parse_raw_lines(lines_from_text(spark, [(key, text)])))
+    good, bad = split_valid(parse_raw_lines(lines_from_text(spark, [(key, text)]), OUTBOX_SCHEMA))
     assert bad.count() == 0
-    return to_lake_rows(good)
+    return to_lake_rows(good, OUTBOX_SCHEMA, OUTBOX)
 
 
 def by_order(df: DataFrame) -> dict[int, Row]:

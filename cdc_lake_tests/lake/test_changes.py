@@ -10,12 +10,14 @@ import dataclasses
 
 import pytest
 
-from bench.synthetic import SyntheticLake, event
+from bench.synthetic import OUTBOX_SCHEMA, SyntheticLake, event
 from cdc_lake.lake.change_sets import Span, changes_between
 from cdc_lake.lake.changes import read_changes
 from cdc_lake.lake.hudi import completed_commits
-from cdc_lake.lake.ingest import ingest_new_files, read_table
+from cdc_lake.lake.ingest import ingest_new_files
 from cdc_lake.lake.ordering import live_rows
+from cdc_lake.lake.readers import read_table
+from cdc_lake.source.captured import OUTBOX
 
 SOURCES = [
     # Soft deletes with change sets: test_table_state.py's random workload.
@@ -39,7 +41,7 @@ def test_each_changed_order_is_given_as_the_table_holds_it(
         change_sets=not feed,
     )
     lake.put([event(i, 1000, i) for i in range(10)])
-    ingest_new_files(spark, lake.client, lake.source, table)
+    ingest_new_files(spark, lake.client, lake.source, table, captured=OUTBOX)
     lake.put([
         event(1, 2000, 100, customer_id="QUICK"),  # a newer update
         event(2, 500, 50, op="d", deleted=True),  # an older delete: loses
@@ -47,22 +49,26 @@ def test_each_changed_order_is_given_as_the_table_holds_it(
         event(4, 2000, 101, op="d", deleted=True),  # a newer delete
         event(5, 2000, 102, order_date=12000, customer_id="BONAP"),  # moves to 2002
     ])  # fmt: skip
-    ingest_new_files(spark, lake.client, lake.source, table)
+    ingest_new_files(spark, lake.client, lake.source, table, captured=OUTBOX)
     first, second = list(completed_commits(spark, table.base_path))
     if table_type == "MERGE_ON_READ":
         assert second.action == "deltacommit"  # the changes are in log files, inferred from
     if table_type == "MERGE_ON_READ":
         # Exact, but readers do not follow it (its cost there: cdc_lake/lake/changes.py).
-        feed_rows = read_changes(spark, table.base_path, first.completed, second.completed)
+        feed_rows = read_changes(
+            spark, table.base_path, first.completed, second.completed, OUTBOX_SCHEMA
+        )
         changes = Span(feed_rows, False, source, ("order_id",))
     else:
         changes, why = changes_between(
-            spark, table.base_path, [second], first.instant, first.completed, second
+            spark, table.base_path, [second], first.instant, first.completed, second, OUTBOX_SCHEMA
         )
         assert changes is not None and changes.source == source, why
     span = changes.first_and_last()
-    before = {r["order_id"]: r.asDict() for r in changes.rows(span, "before").collect()}
-    after = {r["order_id"]: r.asDict() for r in live_rows(changes.rows(span, "after")).collect()}
+    before_rows = changes.rows(span, "before", OUTBOX_SCHEMA)
+    after_rows = live_rows(changes.rows(span, "after", OUTBOX_SCHEMA))
+    before = {r["order_id"]: r.asDict() for r in before_rows.collect()}
+    after = {r["order_id"]: r.asDict() for r in after_rows.collect()}
     table_rows = {r["order_id"]: r for r in read_table(spark, table.base_path).collect()}
     live = {k for k, r in table_rows.items() if not r["is_deleted"]}
     # Every order the feed says changed is, after the range, what the table holds.

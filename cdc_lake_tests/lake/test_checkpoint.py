@@ -10,7 +10,7 @@ import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from bench.synthetic import SyntheticLake, event
+from bench.synthetic import OUTBOX_SCHEMA, SyntheticLake, event
 from cdc_lake.lake import transforms as T
 from cdc_lake.lake.checkpoint import (
     Checkpoint,
@@ -19,13 +19,17 @@ from cdc_lake.lake.checkpoint import (
     load,
     plan,
 )
+from cdc_lake.lake.commit import IngestResult
 from cdc_lake.lake.hudi import completed_commits, latest_checkpoint
-from cdc_lake.lake.ingest import IngestResult, ingest_new_files, read_table
+from cdc_lake.lake.ingest import ingest_new_files
 from cdc_lake.lake.ordering import latest_per_key
+from cdc_lake.lake.readers import read_table
+from cdc_lake.lake.schema import SCHEMA_KEY
+from cdc_lake.source.captured import OUTBOX
 
 
 def _ingest(spark: SparkSession, lake: SyntheticLake, **kw) -> IngestResult:
-    return ingest_new_files(spark, lake.client, lake.source, lake.table(), **kw)
+    return ingest_new_files(spark, lake.client, lake.source, lake.table(), captured=OUTBOX, **kw)
 
 
 def _shipped(spark: SparkSession, lake: SyntheticLake) -> dict[int, int | None]:
@@ -158,13 +162,13 @@ def test_lines_disagreeing_with_their_object_are_bad_input(spark, lake: Syntheti
 def _write_legacy_commit(spark: SparkSession, lake: SyntheticLake, key: str, text: str) -> None:
     """What the previous release committed: rows plus a checkpoint of the last key."""
     lines = T.lines_from_text(spark, [(key, text)])
-    good, _ = T.split_valid(T.parse_raw_lines(lines))
-    rows = latest_per_key(T.to_lake_rows(good), "order_id")
+    good, _ = T.split_valid(T.parse_raw_lines(lines, OUTBOX_SCHEMA))
+    rows = latest_per_key(T.to_lake_rows(good, OUTBOX_SCHEMA, OUTBOX), "order_id")
     rows = rows.withColumn("_hoodie_is_deleted", F.lit(False))
     legacy = {lake.source.layout.partition_prefix(0): key}
-    rows.write.format("hudi").options(**lake.table().write_options(legacy)).mode("append").save(
-        lake.table().base_path
-    )
+    options = lake.table().write_options(legacy, schema=OUTBOX_SCHEMA)
+    del options[SCHEMA_KEY]  # that release recorded no schema with its checkpoint
+    rows.write.format("hudi").options(**options).mode("append").save(lake.table().base_path)
 
 
 def test_a_key_checkpoint_upgrades_without_a_rebuild(spark, lake: SyntheticLake):
@@ -203,12 +207,13 @@ def test_replay_from_an_offset_repairs_a_broken_table(spark, lake: SyntheticLake
     # Break it behind the checkpoint's back: order 4 removed, order 2 set back to its first
     # version (deleted, then written again with its old content and ordering).
     table = lake.table()
+    options = table.write_options(schema=OUTBOX_SCHEMA)
     snapshot = read_table(spark, table.base_path)
     broken = snapshot.where("order_id in (2, 4)").drop(
         *[c for c in snapshot.columns if c.startswith("_hoodie")]
     )
     broken.write.format("hudi").options(
-        **{**table.write_options(), "hoodie.datasource.write.operation": "delete"}
+        **{**options, "hoodie.datasource.write.operation": "delete"}
     ).mode("append").save(table.base_path)
     stale = (
         broken.where("order_id = 2")
@@ -216,7 +221,7 @@ def test_replay_from_an_offset_repairs_a_broken_table(spark, lake: SyntheticLake
         .withColumn("cdc_ordering", F.lit(f"{100:015d}{2:020d}"))
         .withColumn("_hoodie_is_deleted", F.lit(False))
     )
-    stale.write.format("hudi").options(**table.write_options()).mode("append").save(table.base_path)
+    stale.write.format("hudi").options(**options).mode("append").save(table.base_path)
     assert _shipped(spark, lake) != good
     assert _ingest(spark, lake).files == []  # the checkpoint says nothing is new
     repaired = _ingest(spark, lake, replay_from=0)

@@ -14,9 +14,8 @@ import pytest
 from pyspark.sql import functions as F
 from pyspark.sql.types import DateType, LongType, StringType, StructField, StructType
 
-from cdc_lake.defs.keys import HUDI_KEY
-from cdc_lake.defs.lake.assets import cdc_events_hudi
-from cdc_lake.defs.lake.checks import matches_source
+from bench.outbox import HUDI_KEY, cdc_events_hudi, matches_source
+from bench.synthetic import OUTBOX_SCHEMA
 from cdc_lake.lake.digest import (
     BUCKETS,
     VERSION,
@@ -26,12 +25,15 @@ from cdc_lake.lake.digest import (
     source_digest,
     spark_digest,
 )
-from cdc_lake.lake.ingest import read_table
+from cdc_lake.lake.hudi import latest_schema
+from cdc_lake.lake.readers import read_table
 from cdc_lake.lake.transforms import lake_columns
 from cdc_lake.resources.local import local_resources
+from cdc_lake.source.captured import OUTBOX
 from cdc_lake_tests.lake.test_pipeline import catch_up
 
 JSON_COLUMNS = ("order_items", "products", "customer", "employee", "shipper", "shipment")
+EMPTY = empty_digest(schema=OUTBOX_SCHEMA)  # the outbox's, as sql/ declares it
 
 
 def digest(
@@ -40,7 +42,7 @@ def digest(
     return {
         "version": VERSION,
         "buckets": n,
-        "columns": columns if columns is not None else empty_digest()["columns"],
+        "columns": columns if columns is not None else EMPTY["columns"],
         "rows": sum(v[0] for v in buckets.values()),
         "digest": buckets,
     }
@@ -100,8 +102,8 @@ def test_a_key_difference_wins_over_a_content_difference_in_one_bucket():
 
 
 def test_empty_digests_are_equal_and_differ_from_a_nonempty_one():
-    assert compare_digests(empty_digest(), empty_digest()).equal
-    diff = compare_digests(digest({"0": [1, 64, 4096, 5]}), empty_digest())
+    assert compare_digests(EMPTY, empty_digest(schema=OUTBOX_SCHEMA)).equal
+    diff = compare_digests(digest({"0": [1, 64, 4096, 5]}), EMPTY)
     assert diff.key_buckets == (0,)
 
 
@@ -165,10 +167,11 @@ def test_spark_and_postgres_hash_edge_values_alike(ingested, pg, spark):
         *[c for c in SPARK_SCHEMA.fieldNames() if c != "updated_at_micros"],
         F.timestamp_micros(F.col("updated_at_micros")).alias("updated_at"),
     )
-    lake_digest = spark_digest(lake)
+    lake_digest = spark_digest(lake, schema=OUTBOX_SCHEMA)
     assert len(lake_digest["digest"]) == len(EDGE_ROWS)
     assert lake_digest["digest"]["59"][0] == 1  # -5 mod 64, non-negative in both engines
-    diff = compare_digests(source_digest(pg, table="digest_edge"), lake_digest)
+    source = source_digest(pg, table="digest_edge", schema=OUTBOX_SCHEMA)
+    diff = compare_digests(source, lake_digest)
     assert diff.equal, diff.details
 
     # Sanity of the test itself: one microsecond off is a content difference.
@@ -178,7 +181,7 @@ def test_spark_and_postgres_hash_edge_values_alike(ingested, pg, spark):
             F.col("order_id") == 2, F.col("updated_at") + F.expr("INTERVAL 1 MICROSECOND")
         ).otherwise(F.col("updated_at")),
     )
-    diff = compare_digests(source_digest(pg, table="digest_edge"), spark_digest(shifted))
+    diff = compare_digests(source, spark_digest(shifted, schema=OUTBOX_SCHEMA))
     assert diff.content_buckets == (2,) and diff.key_buckets == ()
 
 
@@ -386,15 +389,15 @@ def test_digest_matches_the_outbox_and_catches_a_stale_row(
     catch_up(resources)
     assert dg.materialize([cdc_events_hudi], resources=resources).success
     # Break a copy of the shared table, so other tests never see the stale row.
-    shared = resources["lake"].table_prefix
+    shared = resources["lake"].table_prefix_of(OUTBOX)
     own = local_resources(
         local_stack.settings,
-        lake={"table_prefix": f"digest-test/{uuid.uuid4().hex[:8]}/cdc_events"},
+        lake={"lake_prefix": f"digest-test/{uuid.uuid4().hex[:8]}"},
         flush_interval_ms=1500,
     )
     s3 = local_stack.service("s3").client()  # type: ignore[attr-defined]
     bucket = own["lake"].lake_bucket
-    assert _copy_prefix(s3, bucket, f"{shared}/", f"{own['lake'].table_prefix}/") > 0
+    assert _copy_prefix(s3, bucket, f"{shared}/", f"{own['lake'].table_prefix_of(OUTBOX)}/") > 0
 
     # The copy commits nothing new; its digest equals the outbox's.
     result = dg.materialize([cdc_events_hudi, matches_source], resources=own)
@@ -402,12 +405,14 @@ def test_digest_matches_the_outbox_and_catches_a_stale_row(
     check = _checks(result)["matches_source"]
     assert check.passed, check.metadata
     lake_digest = _lake_digest(result)
-    source = source_digest(pg)
+    source = source_digest(pg, schema=OUTBOX_SCHEMA)
     assert lake_digest == source and source["rows"] > 800
 
     # The digest relies on the lake's JSON text being PostgreSQL's jsonb text, byte for byte.
-    path = own["lake"].table_path
+    path = own["lake"].table_path_of(OUTBOX)
     table = read_table(spark, path)
+    schema = latest_schema(spark, path)  # the copy's own: the rows written below record it
+    assert schema is not None
     lake_rows = {r["order_id"]: r for r in table.collect()}
     with pg.cursor() as cur:
         cur.execute(f"SELECT order_id, {', '.join(f'{c}::text' for c in JSON_COLUMNS)} "
@@ -429,20 +434,20 @@ def test_digest_matches_the_outbox_and_catches_a_stale_row(
     added = newer.where(F.col("order_id") == gone).withColumn("order_id", F.lit(extra))
     written = (
         stale.unionByName(added)
-        .select(*lake_columns(), F.lit(False).alias("_hoodie_is_deleted"))
+        .select(*lake_columns(schema, OUTBOX), F.lit(False).alias("_hoodie_is_deleted"))
         .unionByName(
             newer.where(F.col("order_id") == gone).select(
-                *lake_columns(), F.lit(True).alias("_hoodie_is_deleted")
+                *lake_columns(schema, OUTBOX), F.lit(True).alias("_hoodie_is_deleted")
             )
         )
     )
-    options = own["lake"].table_config().write_options()
+    options = own["lake"].table_config(OUTBOX).write_options(schema=schema)
     written.write.format("hudi").options(**options).mode("append").save(path)
     assert read_table(spark, path).where(F.col("order_id") == victim).count() == 1
 
     result = dg.materialize([cdc_events_hudi, matches_source], resources=own, raise_on_error=False)
     lake_digest = _lake_digest(result)
-    diff = compare_digests(source_digest(pg), lake_digest)
+    diff = compare_digests(source_digest(pg, schema=OUTBOX_SCHEMA), lake_digest)
     assert diff.content_buckets == (victim % BUCKETS,) and diff.key_buckets == (gone % BUCKETS,)
     assert lake_digest["rows"] == source["rows"]
     check = _checks(result)["matches_source"]

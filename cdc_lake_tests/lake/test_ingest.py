@@ -8,15 +8,11 @@ import datetime as dt
 import pytest
 from pyspark.sql import SparkSession
 
-from bench.synthetic import SyntheticLake, event
+from bench.synthetic import OUTBOX_SCHEMA, SyntheticLake, event
 from cdc_lake.lake.hudi import completed_commits, recorded_partition_field
-from cdc_lake.lake.ingest import (
-    MalformedRawFileError,
-    ingest_new_files,
-    read_as_of,
-    read_incremental,
-    read_table,
-)
+from cdc_lake.lake.ingest import MalformedRawFileError, ingest_new_files
+from cdc_lake.lake.readers import read_as_of, read_incremental, read_table
+from cdc_lake.source.captured import OUTBOX
 from cdc_lake.stack import LocalStack
 
 EPOCH = dt.date(1970, 1, 1)
@@ -43,7 +39,7 @@ def _rows(spark: SparkSession, path: str) -> dict[int, tuple]:
 
 def _ingest(spark, lake: SyntheticLake, **kw):
     table = kw.pop("table", None) or lake.table()
-    return ingest_new_files(spark, lake.client, lake.source, table, **kw)
+    return ingest_new_files(spark, lake.client, lake.source, table, captured=OUTBOX, **kw)
 
 
 def test_latest_wins_in_a_batch_and_across_batches(spark, lake: SyntheticLake):
@@ -179,9 +175,10 @@ def test_a_table_without_partitions_upserts_without_move_reconciliation(
         "GLOBAL_SIMPLE": "hoodie.simple.index.update.partition.path",
     }[index_type]
     table = lake.table(index_type=index_type)  # the default: no partitions
-    assert table.partition_field == "" and table.write_options()[option] == "false"
+    options = table.write_options(schema=OUTBOX_SCHEMA)
+    assert table.partition_field == "" and options[option] == "false"
     partitioned = lake.table(partition_field="order_year", index_type=index_type)
-    assert partitioned.write_options()[option] == "true"
+    assert partitioned.write_options(schema=OUTBOX_SCHEMA)[option] == "true"
 
     lake.put([event(i, 100, i, op="c", order_date=9700) for i in (1, 2, 3)])
     _ingest(spark, lake, table=table)

@@ -12,22 +12,19 @@ from pyspark.sql import SparkSession
 
 from bench.synthetic import TOPIC, SyntheticLake, event
 from cdc_lake.lake.checkpoint import pending
+from cdc_lake.lake.commit import IngestResult
 from cdc_lake.lake.hudi import table_exists
-from cdc_lake.lake.ingest import (
-    MB,
-    IngestResult,
-    MalformedRawFileError,
-    RawSource,
-    ingest_new_files,
-    read_table,
-)
+from cdc_lake.lake.ingest import MalformedRawFileError, ingest_new_files
+from cdc_lake.lake.raw_lines import MB, RawSource
+from cdc_lake.lake.readers import read_table
 from cdc_lake.raw.objects import MissingBucketError
 from cdc_lake.resources.lake import LakeResource
+from cdc_lake.source.captured import OUTBOX
 from cdc_lake.spark_apps.upsert import run_upsert
 
 
 def _ingest(spark: SparkSession, lake: SyntheticLake, **kw) -> IngestResult:
-    return ingest_new_files(spark, lake.client, lake.source, lake.table(), **kw)
+    return ingest_new_files(spark, lake.client, lake.source, lake.table(), captured=OUTBOX, **kw)
 
 
 def _line(e: dict, offset: int) -> bytes:
@@ -86,7 +83,9 @@ def test_the_line_limit_is_a_lake_setting_passed_to_the_job(spark, lake: Synthet
     two_mb = {**event(1, 100, 1), "shipper": json.dumps({"note": "x" * (2 * MB)})}
     key = lake.put([two_mb])
     params = replace(
-        LakeResource(lake_bucket=lake.lake_bucket, max_line_mb=1.5).upsert_params(resources["cdc"]),
+        LakeResource(lake_bucket=lake.lake_bucket, max_line_mb=1.5).upsert_params(
+            resources["cdc"], table=OUTBOX
+        ),
         raw_bucket=lake.raw_bucket,
         raw_prefix=lake.raw_prefix,
         topic=TOPIC,
@@ -116,7 +115,7 @@ def test_a_missing_raw_bucket_is_named_with_its_setting_in_the_refresh(spark, la
     gone = RawSource("no-such-raw-bucket", lake.raw_prefix, TOPIC)
     expected = r"raw bucket 'no-such-raw-bucket' is missing .*NoSuchBucket.* raw_bucket setting"
     with pytest.raises(MissingBucketError, match=expected):
-        ingest_new_files(spark, lake.client, gone, lake.table())
+        ingest_new_files(spark, lake.client, gone, lake.table(), captured=OUTBOX)
     # The lake asset's own listing (no Spark) and its sensor go through the same lister.
     with pytest.raises(MissingBucketError, match=expected):
         pending(lake.client, gone.bucket, gone.layout, None)

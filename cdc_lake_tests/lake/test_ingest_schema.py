@@ -12,12 +12,13 @@ import dagster as dg
 import pytest
 from pyspark.sql import SparkSession
 
-from bench.synthetic import SyntheticLake, event
-from cdc_lake.defs.lake.assets import cdc_events_hudi
+from bench.outbox import cdc_events_hudi
+from bench.synthetic import OUTBOX_SCHEMA, SyntheticLake, event
 from cdc_lake.lake.digest import spark_digest
 from cdc_lake.lake.hudi import completed_commits, latest_schema
-from cdc_lake.lake.ingest import ingest_new_files, read_as_of, read_table
+from cdc_lake.lake.ingest import ingest_new_files
 from cdc_lake.lake.ordering import live_rows
+from cdc_lake.lake.readers import read_as_of, read_table
 from cdc_lake.lake.schema import SchemaChangeError, SourceColumn
 from cdc_lake.lake.table_state import evaluate
 from cdc_lake.lake.tables import declared_columns
@@ -32,14 +33,16 @@ ADDED = SourceColumn("sales_channel", "text")
 def test_a_batch_mixing_old_and_new_schema_lands_whole(spark: SparkSession, lake: SyntheticLake):
     table = lake.table()
     lake.put([event(1, 100, 1), event(2, 100, 2)])
-    ingest_new_files(spark, lake.client, lake.source, table)
-    previous = evaluate(spark, table, None)
+    ingest_new_files(spark, lake.client, lake.source, table, captured=OUTBOX)
+    previous = evaluate(spark, table, None, schema=OUTBOX_SCHEMA)
     assert previous is not None
     # One batch: an event without the column (written before the ALTER), then events with it.
     lake.put([event(3, 200, 3), event(1, 210, 4, sales_channel="web"),
               event(4, 220, 5, sales_channel=None)])  # fmt: skip
     source = [*declared_columns(OUTBOX), ADDED]
-    result = ingest_new_files(spark, lake.client, lake.source, table, source_columns=source)
+    result = ingest_new_files(
+        spark, lake.client, lake.source, table, source_columns=source, captured=OUTBOX
+    )
     assert result.committed is not None and result.schema is not None
     assert result.schema.version == 2 and result.schema.names[-1] == "sales_channel"
     rows = {r["order_id"]: r for r in read_table(spark, table.base_path).collect()}
@@ -58,7 +61,7 @@ def test_a_batch_mixing_old_and_new_schema_lands_whole(spark: SparkSession, lake
     assert spark_digest(blanked, schema=result.schema)["digest"] != state.digest["digest"]
     # The next commit follows the change feed with the new columns, exactly.
     lake.put([event(2, 300, 6, sales_channel="phone")])
-    ingest_new_files(spark, lake.client, lake.source, table, source_columns=source)
+    ingest_new_files(spark, lake.client, lake.source, table, source_columns=source, captured=OUTBOX)
     followed = evaluate(spark, table, state.digest, schema=result.schema)
     rescan = evaluate(spark, table, state.digest, full_scan=True, schema=result.schema)
     assert followed is not None and followed.mode == "incremental"
@@ -78,8 +81,8 @@ def test_a_column_added_with_a_default_reaches_every_row_stored_before(
     soft-deleted row is stored, not live: it is left as it was deleted)."""
     table = dataclasses.replace(lake.table(), table_type=table_type, delete_mode=delete_mode)
     lake.put([event(1, 100, 1), event(2, 100, 2), event(3, 100, 3)])
-    ingest_new_files(spark, lake.client, lake.source, table)
-    previous = evaluate(spark, table, None)
+    ingest_new_files(spark, lake.client, lake.source, table, captured=OUTBOX)
+    previous = evaluate(spark, table, None, schema=OUTBOX_SCHEMA)
     assert previous is not None
     # One batch: a line from before the ALTER (no field), a value, an explicit null.
     lake.put([event(3, 200, 4), event(1, 210, 5, channel="web", fee="1.00"),
@@ -91,7 +94,9 @@ def test_a_column_added_with_a_default_reaches_every_row_stored_before(
         SourceColumn("opened", "timestamp with time zone", True, 22, "2026-01-02 03:04:05+01"),
         SourceColumn("note", "text", True, 23),  # added in the same ALTER, without a default
     ]
-    result = ingest_new_files(spark, lake.client, lake.source, table, source_columns=source)
+    result = ingest_new_files(
+        spark, lake.client, lake.source, table, source_columns=source, captured=OUTBOX
+    )
     assert result.committed is not None and result.schema is not None
     assert result.backfilled == 1 and result.backfilled_columns == ("channel", "fee", "opened")
     assert result.events_upserted == 4  # three changes and the stored order 2
@@ -112,8 +117,11 @@ def test_a_column_added_with_a_default_reaches_every_row_stored_before(
     # A line written before the ALTER that arrives later (the sink lagging) still gets it, and
     # the stored rows are not filled again. The change feed follows both commits exactly.
     lake.put([event(5, 150, 7), event(2, 300, 8, channel="phone")])
-    later = ingest_new_files(spark, lake.client, lake.source, table, source_columns=source)
+    later = ingest_new_files(
+        spark, lake.client, lake.source, table, source_columns=source, captured=OUTBOX
+    )
     assert later.backfilled == 0 and later.backfilled_columns == ()
+    assert later.schema is not None
     rows = {r["order_id"]: r for r in read_table(spark, table.base_path).collect()}
     assert (rows[5]["channel"], rows[2]["channel"]) == ("retail", "phone")
     followed = evaluate(spark, table, previous.digest, schema=later.schema)
@@ -125,7 +133,9 @@ def test_a_column_added_with_a_default_reaches_every_row_stored_before(
 
     # Another column with a default, and no new line: a commit of its own, checkpoint as it was.
     source.append(SourceColumn("tier", "text", True, 24, "gold"))
-    quiet = ingest_new_files(spark, lake.client, lake.source, table, source_columns=source)
+    quiet = ingest_new_files(
+        spark, lake.client, lake.source, table, source_columns=source, captured=OUTBOX
+    )
     assert quiet.committed is not None and quiet.files == []
     assert quiet.backfilled == 5 and quiet.backfilled_columns == ("tier",)
     assert quiet.checkpoint == later.checkpoint
@@ -133,7 +143,9 @@ def test_a_column_added_with_a_default_reaches_every_row_stored_before(
     assert {r["tier"] for r in stored.collect()} == {"gold"}
     assert all(stored.schema[c].nullable for c in ("channel", "fee", "opened", "tier"))
     assert latest_schema(spark, table.base_path) == quiet.schema
-    again = ingest_new_files(spark, lake.client, lake.source, table, source_columns=source)
+    again = ingest_new_files(
+        spark, lake.client, lake.source, table, source_columns=source, captured=OUTBOX
+    )
     assert again.committed is None and again.backfilled == 0
 
     # A column without a default, and no new line: a commit of its own too, which writes one
@@ -141,7 +153,9 @@ def test_a_column_added_with_a_default_reaches_every_row_stored_before(
     before = {r["order_id"]: r.asDict() for r in live_rows(read_table(spark, table.base_path))
               .drop(*[c for c in stored.columns if c.startswith("_hoodie")]).collect()}  # fmt: skip
     source.append(SourceColumn("memo", "text", True, 25))
-    plain = ingest_new_files(spark, lake.client, lake.source, table, source_columns=source)
+    plain = ingest_new_files(
+        spark, lake.client, lake.source, table, source_columns=source, captured=OUTBOX
+    )
     assert plain.committed is not None and plain.committed != quiet.committed
     assert plain.files == [] and plain.checkpoint == later.checkpoint
     assert plain.events_upserted == 1 and plain.backfilled == 0
@@ -153,7 +167,9 @@ def test_a_column_added_with_a_default_reaches_every_row_stored_before(
     assert stored.schema["memo"].nullable and latest_schema(spark, table.base_path) == plain.schema
     assert plain.schema is not None and quiet.schema is not None
     assert plain.schema.version == quiet.schema.version + 1
-    again = ingest_new_files(spark, lake.client, lake.source, table, source_columns=source)
+    again = ingest_new_files(
+        spark, lake.client, lake.source, table, source_columns=source, captured=OUTBOX
+    )
     assert again.committed is None
     # Both kinds in one ALTER, still no new line: every stored row gets the default, and both
     # columns are named once.
@@ -161,17 +177,23 @@ def test_a_column_added_with_a_default_reaches_every_row_stored_before(
         SourceColumn("level", "text", True, 26, "one"),
         SourceColumn("memo2", "text", True, 27),
     ]
-    both = ingest_new_files(spark, lake.client, lake.source, table, source_columns=source)
+    both = ingest_new_files(
+        spark, lake.client, lake.source, table, source_columns=source, captured=OUTBOX
+    )
     assert both.backfilled == 5 and both.backfilled_columns == ("level", "memo2")
     rows = read_table(spark, table.base_path).collect()
     assert {(r["level"], r["memo2"]) for r in rows} == {("one", None)}
 
     # A delete, then a column with a default: the four live rows get it, the deleted one not.
     lake.put([event(5, 400, 9, op="d", deleted=True)])
-    gone = ingest_new_files(spark, lake.client, lake.source, table, source_columns=source)
+    gone = ingest_new_files(
+        spark, lake.client, lake.source, table, source_columns=source, captured=OUTBOX
+    )
     assert gone.committed is not None and gone.backfilled == 0
     source.append(SourceColumn("zone", "text", True, 28, "z"))
-    zoned = ingest_new_files(spark, lake.client, lake.source, table, source_columns=source)
+    zoned = ingest_new_files(
+        spark, lake.client, lake.source, table, source_columns=source, captured=OUTBOX
+    )
     assert zoned.backfilled == 4 and zoned.backfilled_columns == ("zone",)
     rows = {r["order_id"]: r for r in read_table(spark, table.base_path).collect()}
     assert {o: r["zone"] for o, r in rows.items() if not r["is_deleted"]} == dict.fromkeys(
@@ -194,11 +216,11 @@ def previous_ordering(spark: SparkSession, table, order_id: int) -> int:
 def test_a_field_nobody_knows_stops_naming_it(spark: SparkSession, lake: SyntheticLake):
     table = lake.table()
     lake.put([event(1, 100, 1)])
-    ingest_new_files(spark, lake.client, lake.source, table)
+    ingest_new_files(spark, lake.client, lake.source, table, captured=OUTBOX)
     commits = list(completed_commits(spark, table.base_path))
     key = lake.put([event(2, 200, 2), event(3, 200, 3, surprise=1)])
     with pytest.raises(SchemaChangeError) as err:
-        ingest_new_files(spark, lake.client, lake.source, table)
+        ingest_new_files(spark, lake.client, lake.source, table, captured=OUTBOX)
     text = str(err.value)
     assert "surprise" in text and f"{key} line 2" in text and "Nothing was committed" in text
     assert list(completed_commits(spark, table.base_path)) == commits
@@ -207,7 +229,7 @@ def test_a_field_nobody_knows_stops_naming_it(spark: SparkSession, lake: Synthet
 def test_an_incompatible_change_commits_nothing(spark: SparkSession, lake: SyntheticLake):
     table = lake.table()
     lake.put([event(1, 100, 1)])
-    ingest_new_files(spark, lake.client, lake.source, table)
+    ingest_new_files(spark, lake.client, lake.source, table, captured=OUTBOX)
     commits = list(completed_commits(spark, table.base_path))
     lake.put([event(1, 200, 2, customer_id="7")])
     narrowed = [
@@ -215,7 +237,9 @@ def test_an_incompatible_change_commits_nothing(spark: SparkSession, lake: Synth
         for c in declared_columns(OUTBOX)
     ]
     with pytest.raises(SchemaChangeError, match=r"'customer_id' changed type from bpchar"):
-        ingest_new_files(spark, lake.client, lake.source, table, source_columns=narrowed)
+        ingest_new_files(
+            spark, lake.client, lake.source, table, source_columns=narrowed, captured=OUTBOX
+        )
     assert list(completed_commits(spark, table.base_path)) == commits
     row = read_table(spark, table.base_path).first()
     assert row is not None and row["customer_id"] == "ALFKI"
@@ -229,12 +253,12 @@ def test_without_the_source_the_refresh_keeps_the_recorded_columns(
     exists, so only the unreachable server can make the catalog unreadable.)"""
     s = local_stack.settings
     lake.put([event(1, 100, 1), event(2, 100, 2, sales_channel="web")])
-    prefixes = {"table_prefix": f"synthetic/{lake.name}/cdc_events"}
+    prefixes = {"lake_prefix": f"synthetic/{lake.name}"}
     resources = local_resources(s, lake=prefixes, raw_prefix=lake.raw_prefix)
     table = lake.table()
     # The lake took sales_channel while the source could be read.
     source = [*declared_columns(OUTBOX), ADDED]
-    ingest_new_files(spark, lake.client, lake.source, table, source_columns=source)
+    ingest_new_files(spark, lake.client, lake.source, table, source_columns=source, captured=OUTBOX)
     with socket.socket() as free:  # a port nothing listens on
         free.bind(("127.0.0.1", 0))
         port = free.getsockname()[1]

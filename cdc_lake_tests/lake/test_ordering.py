@@ -8,6 +8,7 @@ import random
 
 from pyspark.sql import SparkSession
 
+from bench.synthetic import OUTBOX_SCHEMA
 from cdc_lake.lake.ordering import latest_per_key
 from cdc_lake.lake.transforms import lines_from_text, parse_raw_lines
 from cdc_lake_tests.lake.rows import KEY, by_order, event, lake_rows, line
@@ -98,7 +99,8 @@ def test_incremental_snapshot_read_has_no_lsn_and_sorts_by_its_emission_time(
     latest = latest_per_key(lake_rows(plain_spark, [resent, tie]), "order_id")
     assert by_order(latest)[1]["cdc_op"] == "u"
     # Only a snapshot read may lack an LSN.
-    parsed = parse_raw_lines(lines_from_text(plain_spark, [(KEY, line(__op="u", __lsn=None))]))
+    lines = lines_from_text(plain_spark, [(KEY, line(__op="u", __lsn=None))])
+    parsed = parse_raw_lines(lines, OUTBOX_SCHEMA)
     assert parsed.collect()[0]["error"] == "missing or null: __lsn"
 
 

@@ -9,15 +9,15 @@ import time
 
 import dagster as dg
 
+from bench.outbox import HUDI_KEY, cdc_events_hudi, matches_source, no_quarantined_lines
 from bench.synthetic import SyntheticLake, event
-from cdc_lake.defs.keys import HUDI_KEY, ORDER_ITEMS_KEY
-from cdc_lake.defs.lake.assets import cdc_events_hudi
-from cdc_lake.defs.lake.checks import matches_source, no_quarantined_lines
+from cdc_lake.defs.keys import ORDER_ITEMS_KEY
 from cdc_lake.defs.marts.assets import order_items
-from cdc_lake.lake.ingest import read_table
+from cdc_lake.lake.readers import read_table
 from cdc_lake.marts.order_items import read_order_items
 from cdc_lake.resources.local import local_resources
 from cdc_lake.resources.spark import SparkLauncher
+from cdc_lake.source.captured import OUTBOX
 from cdc_lake.stack import LocalStack
 from cdc_lake.streaming.topics import end_offsets, wait_for_consumer
 
@@ -48,11 +48,11 @@ def catch_up(resources: dict) -> None:
     conf, cdc = resources["kafka"].client_conf(), resources["cdc"]
     stable, last = 0, None
     while stable < 3:
-        ends = end_offsets(conf, cdc.topic)
+        ends = end_offsets(conf, cdc.topic_of(OUTBOX))
         stable = stable + 1 if ends == last else 0
         last = ends
         time.sleep(1)
-    wait_for_consumer(conf, cdc.sink_consumer_group, cdc.topic, 120)
+    wait_for_consumer(conf, cdc.sink_consumer_group, cdc.topic_of(OUTBOX), 120)
 
 
 def _check_results(result: dg.ExecuteInProcessResult) -> dict[str, bool]:
@@ -74,7 +74,7 @@ def test_lake_equals_outbox_and_items_equal_sql_flattening(ingested, resources, 
         cur.execute(ITEMS_SQL)
         source_items = {(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], round(r[8], 6))
                         for r in cur.fetchall()}  # fmt: skip
-    lake_path = resources["lake"].table_path
+    lake_path = resources["lake"].table_path_of(OUTBOX)
     lake = {r["order_id"]: r for r in read_table(spark, lake_path).collect()}
     assert set(lake) == set(source) and len(lake) > 800
     for order_id, src in source.items():
@@ -125,7 +125,7 @@ def test_quarantine_option_continues_and_the_check_reports(local_stack: LocalSta
     resources = local_resources(
         s,
         lake={
-            "table_prefix": f"synthetic/{syn.name}/cdc_events",
+            "lake_prefix": f"synthetic/{syn.name}",
             "quarantine_prefix": f"synthetic/{syn.name}/quarantine",
             "quarantine": True,
         },

@@ -11,11 +11,11 @@ import psycopg2
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from cdc_lake.defs.lake.assets import cdc_events_hudi
-from cdc_lake.defs.lake.checks import matches_source
-from cdc_lake.lake.hudi import HudiTableConfig
-from cdc_lake.lake.ingest import read_table
+from bench.outbox import cdc_events_hudi, matches_source
+from cdc_lake.lake.hudi import HudiTableConfig, latest_schema
+from cdc_lake.lake.readers import read_table
 from cdc_lake.resources.local import local_resources
+from cdc_lake.source.captured import OUTBOX
 from cdc_lake.stack import LocalStack
 from cdc_lake.streaming.signals import request_snapshot
 from cdc_lake.streaming.topics import end_offsets
@@ -44,13 +44,17 @@ def _source(pg) -> dict[int, tuple]:
 def _break(spark: SparkSession, table: HudiTableConfig, removed: list[int], stale: int) -> None:
     """Hard-delete some orders and give one stale content (its ordering value kept, as if a
     change had been lost), behind the checkpoint's back, with the table's own write options."""
+    # The columns the table's newest commit recorded: these commits record them again.
+    schema = latest_schema(spark, table.base_path)
+    assert schema is not None
+    options = table.write_options(schema=schema)
     snapshot = read_table(spark, table.base_path)
     rows = snapshot.where(F.col("order_id").isin([*removed, stale])).drop(
         *[c for c in snapshot.columns if c.startswith("_hoodie")]
     )
     gone = rows.where(F.col("order_id").isin(removed))
     gone.write.format("hudi").options(
-        **{**table.write_options(), "hoodie.datasource.write.operation": "delete"}
+        **{**options, "hoodie.datasource.write.operation": "delete"}
     ).mode("append").save(table.base_path)
     older = (
         rows.where(F.col("order_id") == stale)
@@ -58,7 +62,7 @@ def _break(spark: SparkSession, table: HudiTableConfig, removed: list[int], stal
         .withColumn("order_items", F.lit("[]"))
         .withColumn("_hoodie_is_deleted", F.lit(False))  # a data column of the table's schema
     )
-    older.write.format("hudi").options(**table.write_options()).mode("append").save(table.base_path)
+    older.write.format("hudi").options(**options).mode("append").save(table.base_path)
 
 
 def test_incremental_snapshot_repairs_a_broken_lake(
@@ -66,11 +70,11 @@ def test_incremental_snapshot_repairs_a_broken_lake(
 ):
     catch_up(resources)
     mine = local_resources(
-        local_stack.settings, lake={"table_prefix": "resnapshot-repair/cdc_events"},
+        local_stack.settings, lake={"lake_prefix": "resnapshot-repair"},
         flush_interval_ms=1500, heartbeat_interval_ms=1000,
     )  # fmt: skip
     assert dg.materialize([cdc_events_hudi], resources=mine).success
-    table = mine["lake"].table_config()
+    table = mine["lake"].table_config(OUTBOX)
     source = _source(pg)
     assert _lake(spark, table.base_path) == source
 
@@ -81,11 +85,11 @@ def test_incremental_snapshot_repairs_a_broken_lake(
     assert not set(removed) & set(broken)
     assert broken[stale][1:] == (None, []) != source[stale][1:]
 
-    conf, topic = reader_conf(local_stack.settings), resources["cdc"].topic
+    conf, topic = reader_conf(local_stack.settings), resources["cdc"].topic_of(OUTBOX)
     before = sum(end_offsets(conf, topic).values())
     conn = psycopg2.connect(local_stack.settings.pg_dsn())
     try:
-        request_snapshot(conn, [*removed, stale])
+        request_snapshot(conn, [*removed, stale], table=OUTBOX)
     finally:
         conn.close()
     wait_for_events(

@@ -9,10 +9,13 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 
-from bench.synthetic import SyntheticLake, event
-from cdc_lake.lake.ingest import IngestResult, ingest_new_files, read_table
+from bench.synthetic import OUTBOX_SCHEMA, SyntheticLake, event
+from cdc_lake.lake.commit import IngestResult
+from cdc_lake.lake.ingest import ingest_new_files
+from cdc_lake.lake.readers import read_table
 from cdc_lake.lake.snapshots import completed_snapshot_ts
 from cdc_lake.lake.transforms import lines_from_text, parse_raw_lines, split_valid
+from cdc_lake.source.captured import OUTBOX
 
 
 def read(order_id: int, ts: int, lsn: int, marker: str, **kw: Any) -> dict[str, Any]:
@@ -22,7 +25,7 @@ def read(order_id: int, ts: int, lsn: int, marker: str, **kw: Any) -> dict[str, 
 
 def _ingest(spark: SparkSession, lake: SyntheticLake, **kw: Any) -> IngestResult:
     table = lake.table(**{k: kw.pop(k) for k in ("delete_mode",) if k in kw})
-    return ingest_new_files(spark, lake.client, lake.source, table, **kw)
+    return ingest_new_files(spark, lake.client, lake.source, table, captured=OUTBOX, **kw)
 
 
 def _live(spark: SparkSession, lake: SyntheticLake, **table: Any) -> dict[int, int | None]:
@@ -39,10 +42,10 @@ def test_only_the_last_read_of_a_table_snapshot_completes_it(spark):
         {**event(3, 300, 9), "__source_snapshot": "false"},
     ]
     texts = "\n".join(json.dumps(x) for x in lines)
-    good, _ = split_valid(parse_raw_lines(lines_from_text(spark, [("k", texts)])))
+    good, _ = split_valid(parse_raw_lines(lines_from_text(spark, [("k", texts)]), OUTBOX_SCHEMA))
     assert completed_snapshot_ts(good) is None
     ended = texts + "\n" + json.dumps(read(4, 200, 7, "last"))
-    good, _ = split_valid(parse_raw_lines(lines_from_text(spark, [("k", ended)])))
+    good, _ = split_valid(parse_raw_lines(lines_from_text(spark, [("k", ended)]), OUTBOX_SCHEMA))
     assert completed_snapshot_ts(good) == 200
 
 

@@ -14,6 +14,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from bench.synthetic import OUTBOX_SCHEMA
 from cdc_lake.lake.transforms import (
     lake_columns,
     lines_from_text,
@@ -21,6 +22,7 @@ from cdc_lake.lake.transforms import (
     raw_event_schema,
     split_valid,
 )
+from cdc_lake.source.captured import OUTBOX
 from cdc_lake_tests.lake.rows import KEY, event, lake_rows, line
 
 # --- parsing ---------------------------------------------------------------------------------
@@ -30,7 +32,7 @@ def test_realistic_event_becomes_a_lake_row(plain_spark: SparkSession):
     raw = event(customer_id="AAAAS ")  # bpchar arrives blank padded
     lake = lake_rows(plain_spark, [raw])
 
-    assert tuple(lake.columns) == lake_columns()
+    assert tuple(lake.columns) == lake_columns(OUTBOX_SCHEMA, OUTBOX)
     types = {f.name: f.dataType for f in lake.schema.fields}
     assert types["order_id"] == LongType()
     assert types["order_date"] == types["required_date"] == types["shipped_date"] == DateType()
@@ -107,7 +109,8 @@ def test_bad_lines_are_named_by_key_and_line_with_a_reason(plain_spark: SparkSes
             line(order_id=4),  # 7
         ]
     )
-    parsed = parse_raw_lines(lines_from_text(plain_spark, [(KEY, file_a), (other, file_b)]))
+    lines = lines_from_text(plain_spark, [(KEY, file_a), (other, file_b)])
+    parsed = parse_raw_lines(lines, OUTBOX_SCHEMA)
     good_rows, bad_rows = split_valid(parsed)
 
     bad = {(r["source_key"], r["line_no"]): r for r in bad_rows.collect()}
@@ -140,7 +143,8 @@ def test_bad_lines_are_named_by_key_and_line_with_a_reason(plain_spark: SparkSes
 def test_several_problems_report_the_first(plain_spark: SparkSession):
     broken = event(__op="x", __lsn=None)
     del broken["order_id"]
-    parsed = parse_raw_lines(lines_from_text(plain_spark, [(KEY, json.dumps(broken))]))
+    lines = lines_from_text(plain_spark, [(KEY, json.dumps(broken))])
+    parsed = parse_raw_lines(lines, OUTBOX_SCHEMA)
     assert parsed.collect()[0]["error"] == "missing or null: order_id, __lsn"
 
 
@@ -154,7 +158,8 @@ def test_spark_from_json_permissive_behaviour_we_rely_on(plain_spark: SparkSessi
         line(order_id=1) + " trailing",
     ]
     df = lines_from_text(plain_spark, [(KEY, "\n".join(texts))]).orderBy("line_no")
-    rows = df.select(F.from_json("value", raw_event_schema(), options).alias("e")).collect()
+    struct = raw_event_schema(OUTBOX_SCHEMA)
+    rows = df.select(F.from_json("value", struct, options).alias("e")).collect()
     wrong_order_id, wrong_lsn, number_as_string, trailing = (r["e"] for r in rows)
     # Wrong type: the line lands in _corrupt_record and the other fields survive.
     assert wrong_order_id["_corrupt_record"] == texts[0]
@@ -175,7 +180,8 @@ def test_wrong_type_is_caught_without_partial_results(plain_spark: SparkSession)
     plain_spark.conf.set(conf, "false")
     try:
         lines = lines_from_text(plain_spark, [(KEY, line(order_id="abc") + "\n" + line())])
-        errors = [r["error"] for r in parse_raw_lines(lines).orderBy("line_no").collect()]
+        parsed = parse_raw_lines(lines, OUTBOX_SCHEMA)
+        errors = [r["error"] for r in parsed.orderBy("line_no").collect()]
     finally:
         plain_spark.conf.set(conf, before)
     assert errors == ["wrong type", None]
@@ -183,7 +189,8 @@ def test_wrong_type_is_caught_without_partial_results(plain_spark: SparkSession)
 
 def test_blank_lines_are_ignored_but_counted(plain_spark: SparkSession):
     text = "\n   \n" + line(order_id=1) + "\r\n\t\r\n" + line(order_id=2) + "\r\n\n"
-    parsed = parse_raw_lines(lines_from_text(plain_spark, [(KEY, text), ("empty.jsonl", "")]))
+    lines = lines_from_text(plain_spark, [(KEY, text), ("empty.jsonl", "")])
+    parsed = parse_raw_lines(lines, OUTBOX_SCHEMA)
     rows = sorted((r["line_no"], r["order_id"], r["error"]) for r in parsed.collect())
     assert rows == [(3, 1, None), (5, 2, None)]
 

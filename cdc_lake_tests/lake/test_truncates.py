@@ -10,11 +10,14 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 
-from bench.synthetic import SyntheticLake, event
+from bench.synthetic import OUTBOX_SCHEMA, SyntheticLake, event
+from cdc_lake.lake.commit import IngestResult
 from cdc_lake.lake.hudi import completed_commits
-from cdc_lake.lake.ingest import IngestResult, ingest_new_files, read_table
+from cdc_lake.lake.ingest import ingest_new_files
 from cdc_lake.lake.ordering import ordering_text
+from cdc_lake.lake.readers import read_table
 from cdc_lake.lake.transforms import lines_from_text, parse_raw_lines, split_valid
+from cdc_lake.source.captured import OUTBOX
 
 
 def truncate(ts: int, lsn: int) -> dict[str, Any]:
@@ -25,7 +28,7 @@ def truncate(ts: int, lsn: int) -> dict[str, Any]:
 
 def _ingest(spark: SparkSession, lake: SyntheticLake, **kw: Any) -> IngestResult:
     table = lake.table(**{k: kw.pop(k) for k in ("delete_mode",) if k in kw})
-    return ingest_new_files(spark, lake.client, lake.source, table, **kw)
+    return ingest_new_files(spark, lake.client, lake.source, table, captured=OUTBOX, **kw)
 
 
 def _live(spark: SparkSession, lake: SyntheticLake, **table: Any) -> dict[int, str]:
@@ -37,7 +40,7 @@ def test_a_truncate_marker_is_a_good_line_without_a_key(spark: SparkSession):
     import json
 
     text = json.dumps(truncate(100, 7)) + "\n" + json.dumps({**truncate(100, 8), "__lsn": None})
-    good, bad = split_valid(parse_raw_lines(lines_from_text(spark, [("k", text)])))
+    good, bad = split_valid(parse_raw_lines(lines_from_text(spark, [("k", text)]), OUTBOX_SCHEMA))
     assert [r["__op"] for r in good.collect()] == ["t"]
     # Like any change that is not a snapshot read, it needs its LSN: its place in the order.
     assert [r["error"] for r in bad.collect()] == ["missing or null: __lsn"]

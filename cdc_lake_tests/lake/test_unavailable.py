@@ -11,8 +11,10 @@ import pytest
 from pyspark.sql import SparkSession
 
 from bench.synthetic import SyntheticLake, event
+from cdc_lake.lake.commit import IngestResult
 from cdc_lake.lake.hudi import completed_commits
-from cdc_lake.lake.ingest import IngestResult, ingest_new_files, read_table
+from cdc_lake.lake.ingest import ingest_new_files
+from cdc_lake.lake.readers import read_table
 from cdc_lake.lake.tables import declared_schema
 from cdc_lake.lake.unavailable import UnavailableValueError, fillable_columns
 from cdc_lake.source.captured import OUTBOX, UNAVAILABLE_VALUE
@@ -21,7 +23,7 @@ BIG = '{"notes": "' + "9f" * 6000 + '"}'  # a JSON value large enough to be TOAS
 
 
 def _ingest(spark: SparkSession, lake: SyntheticLake, **kw: Any) -> IngestResult:
-    return ingest_new_files(spark, lake.client, lake.source, lake.table(), **kw)
+    return ingest_new_files(spark, lake.client, lake.source, lake.table(), captured=OUTBOX, **kw)
 
 
 def _rows(spark: SparkSession, lake: SyntheticLake) -> dict[int, tuple]:

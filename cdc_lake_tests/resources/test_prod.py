@@ -9,6 +9,7 @@ import dagster as dg
 import pytest
 from botocore.stub import Stubber
 
+from bench.synthetic import OUTBOX_SCHEMA
 from cdc_lake.lake.hudi import HudiTableConfig
 from cdc_lake.marts.items_table import BuildState, ItemsTableConfig
 from cdc_lake.resources import build_resources
@@ -19,6 +20,7 @@ from cdc_lake.resources.prod import (
     prod_resources,
 )
 from cdc_lake.resources.spark import EmrServerlessLauncher, EmrStepLauncher
+from cdc_lake.source.captured import OUTBOX
 from cdc_lake.streaming.msk.api import MskConnectError
 from cdc_lake.streaming.msk.client import MskConnectClient
 from cdc_lake.streaming.msk.settings import MskConnectSettings
@@ -104,7 +106,7 @@ def test_prod_resources_point_at_aws_and_hold_no_secret():
     assert r["postgres"].sslmode == "require"
     lake = r["lake"]
     assert lake.scheme == "s3" and lake.glue_database == "datalake"
-    opts = lake.table_config().write_options()
+    opts = lake.table_config(OUTBOX).write_options(schema=OUTBOX_SCHEMA)
     assert opts["hoodie.datasource.meta.sync.enable"] == "true"
     assert opts["hoodie.datasource.hive_sync.mode"] == "hms"  # EMR's metastore is Glue
     assert opts["hoodie.datasource.hive_sync.database"] == "datalake"
@@ -113,10 +115,10 @@ def test_prod_resources_point_at_aws_and_hold_no_secret():
     assert opts["hoodie.datasource.hive_sync.partition_extractor_class"].endswith(
         "NonPartitionedExtractor"
     )
-    old = lake.table_config().laid_out_as("order_year").write_options()
+    old = lake.table_config(OUTBOX).laid_out_as("order_year").write_options(schema=OUTBOX_SCHEMA)
     assert old["hoodie.datasource.hive_sync.partition_fields"] == "order_year"
     assert old["hoodie.datasource.write.partitionpath.field"] == "order_year"
-    assert lake.table_config().laid_out_as(None) == lake.table_config()
+    assert lake.table_config(OUTBOX).laid_out_as(None) == lake.table_config(OUTBOX)
     assert r["cdc"].replication_password_ref == "${secretsmanager:cdc-lake/replication:password}"
     # The password is an EnvVar, resolved at run time; no value is in the resource config.
     assert isinstance(r["postgres"].password, dg.EnvVar)
@@ -178,9 +180,9 @@ def test_msk_connect_asks_for_the_deploy_command_when_the_connector_is_missing()
 def test_glue_sync_options_travel_to_the_job_in_its_params():
     """What goes into the Pipes extras of the EMR step or job run is what the job writes with."""
     r = prod_resources(PROD_ENV)
-    params = r["lake"].upsert_params(r["cdc"]).to_json()  # as the extras carry it
+    params = r["lake"].upsert_params(r["cdc"], table=OUTBOX).to_json()  # as the extras carry it
     assert params["scheme"] == "s3" and params["raw_bucket"] == "acme-cdc-raw"
-    options = HudiTableConfig(**params["table"]).write_options()
+    options = HudiTableConfig(**params["table"]).write_options(schema=OUTBOX_SCHEMA)
     assert options["hoodie.datasource.meta.sync.enable"] == "true"
     assert options["hoodie.datasource.hive_sync.database"] == "datalake"
     assert options["hoodie.datasource.hive_sync.table"] == "cdc_events"
@@ -260,8 +262,9 @@ def test_the_msk_settings_are_parsed_once_for_the_resources_and_the_deploy(
 def test_glue_database_none_turns_the_catalog_off():
     lake = prod_resources({**PROD_ENV, "CDC_LAKE_GLUE_DATABASE": "none"})["lake"]
     assert lake.glue_database is None
-    assert lake.table_config().extra_options == {}
-    assert "hoodie.datasource.meta.sync.enable" not in lake.table_config().write_options()
+    assert lake.table_config(OUTBOX).extra_options == {}
+    options = lake.table_config(OUTBOX).write_options(schema=OUTBOX_SCHEMA)
+    assert "hoodie.datasource.meta.sync.enable" not in options
     assert lake.order_items_glue_table is None
     items = lake.order_items_params().items
     assert "hoodie.datasource.meta.sync.enable" not in items.write_options(

@@ -23,15 +23,16 @@ from botocore.stub import Stubber
 from dagster_aws.pipes import PipesS3MessageReader
 from dagster_pipes import decode_param
 
+from bench.outbox import HUDI_KEY, cdc_events_hudi
 from bench.synthetic import event
-from cdc_lake.defs.keys import HUDI_KEY, ORDER_ITEMS_KEY
-from cdc_lake.defs.lake.assets import cdc_events_hudi
+from cdc_lake.defs.keys import ORDER_ITEMS_KEY
 from cdc_lake.defs.marts.assets import order_items
 from cdc_lake.lake.hudi import SESSION_CONF
-from cdc_lake.lake.ingest import read_table
+from cdc_lake.lake.readers import read_table
 from cdc_lake.lake.schema import LakeSchema
 from cdc_lake.resources.lake_server import LocalServerSparkLauncher
 from cdc_lake.resources.spark import EmrStepLauncher, SparkLauncher
+from cdc_lake.source.captured import OUTBOX
 from cdc_lake.spark_apps.params import DiffParams, DiffReport
 from cdc_lake.stack import LocalStack
 from cdc_lake.stack.lake_server import token_path
@@ -69,7 +70,7 @@ def _metadata(result: dg.ExecuteInProcessResult, name: str) -> dict[str, Any]:
 
 
 def _table(spark: Any, resources: dict[str, Any]) -> list[tuple]:
-    rows = read_table(spark, resources["lake"].table_path).drop(
+    rows = read_table(spark, resources["lake"].table_path_of(OUTBOX)).drop(
         "_hoodie_commit_time", "_hoodie_commit_seqno", "_hoodie_file_name"
     )
     return sorted(tuple(r) for r in rows.collect())
@@ -101,7 +102,7 @@ def test_the_lake_server_refreshes_as_spark_in_process_does_on_one_warm_jvm(
             syn.put([event(4, 400, 6), event(3, 410, 7, shipped_date=10020)], partition=1)
             again = dg.materialize([cdc_events_hudi, order_items], resources=resources)
             assert again.success
-            table = read_table(spark, resources["lake"].table_path)
+            table = read_table(spark, resources["lake"].table_path_of(OUTBOX))
             assert {r["order_id"] for r in table.select("order_id").collect()} == {1, 3, 4}
     assert len(results["server"]) > 20
     assert results["server"] == results["in_process"]
@@ -242,7 +243,7 @@ def test_emr_step_runs_the_same_job_and_reports_through_pipes(
                       "incremental_matches_rescan": True, "revenue_non_negative": True,
                       "orders_exist_in_lake": True}  # fmt: skip
 
-    table = read_table(spark, resources["lake"].table_path)
+    table = read_table(spark, resources["lake"].table_path_of(OUTBOX))
     rows = {r["order_id"]: r for r in table.collect()}
     assert set(rows) == {1, 3} and rows[1]["shipped_date"].toordinal() > 0
 
@@ -263,7 +264,8 @@ def test_emr_step_runs_the_same_job_and_reports_through_pipes(
     # A check runs an app too (matches_source's diff): on EMR through its op's Pipes session,
     # reporting by message. Against no source rows, both lake rows are extra.
     s3.put_object(Bucket=s.lake_bucket, Key="emr-test/none.keys", Body=b"")
-    diff = DiffParams(resources["lake"].table_path, LakeSchema.from_json(meta["lake_schema"]),
+    diff = DiffParams(resources["lake"].table_path_of(OUTBOX),
+                      LakeSchema.from_json(meta["lake_schema"]),
                       f"s3a://{s.lake_bucket}/emr-test/none.keys", 64, (1, 3))  # fmt: skip
 
     @dg.asset_check(asset=HUDI_KEY)

@@ -15,8 +15,10 @@ from pyspark.sql import SparkSession
 
 from cdc_lake.lake.digest import compare_digests, source_digest
 from cdc_lake.lake.hudi import HudiTableConfig
-from cdc_lake.lake.ingest import RawSource, ingest_new_files, read_table
+from cdc_lake.lake.ingest import ingest_new_files
 from cdc_lake.lake.ordering import live_rows
+from cdc_lake.lake.raw_lines import RawSource
+from cdc_lake.lake.readers import read_table
 from cdc_lake.lake.schema import columns_from_catalog
 from cdc_lake.lake.table_state import evaluate
 from cdc_lake.source.captured import CUSTOMERS, OUTBOX, TABLES, CapturedTable, captured
@@ -126,6 +128,7 @@ def test_customers_reach_a_lake_table_of_their_own(
         spark, client, source, table, source_columns=columns, captured=CUSTOMERS
     )
     assert second.committed is not None and second.committed.deletes == 1
+    assert second.schema is not None
     followed = evaluate(spark, table, state.digest, schema=second.schema)
     assert followed is not None and followed.mode == "incremental"
     diff = compare_digests(source_digest(pg, schema=second.schema), followed.digest)
@@ -139,5 +142,6 @@ def test_customers_reach_a_lake_table_of_their_own(
     again = ingest_new_files(
         spark, client, source, table, source_columns=columns, captured=CUSTOMERS, replay_from=0
     )
+    assert again.schema is not None
     replayed = evaluate(spark, table, followed.digest, schema=again.schema)
     assert replayed is not None and replayed.digest["digest"] == followed.digest["digest"]

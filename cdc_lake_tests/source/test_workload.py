@@ -9,7 +9,7 @@ import time
 
 import psycopg2
 
-from cdc_lake.cli import main
+from cdc_lake.ops.cli import main
 from cdc_lake.source.database import prepare_source
 from cdc_lake.stack import LocalStack
 

@@ -14,10 +14,12 @@ from pyspark.sql import SparkSession
 
 from bench.synthetic import SyntheticLake, event
 from cdc_lake.lake.hudi import completed_commits
-from cdc_lake.lake.ingest import ingest_new_files, read_table
+from cdc_lake.lake.ingest import ingest_new_files
+from cdc_lake.lake.readers import read_table
 from cdc_lake.marts.figures import customer_figures, customer_rows, totals
 from cdc_lake.marts.items_table import ItemsTableConfig
 from cdc_lake.marts.order_items import ITEM_COLUMNS, flatten_order_items, read_order_items
+from cdc_lake.source.captured import OUTBOX
 from cdc_lake.spark_apps.order_items import run_order_items
 from cdc_lake.spark_apps.params import OrderItemsParams
 from cdc_lake.spark_apps.report import AppReport
@@ -43,7 +45,7 @@ def _items_config(lake: SyntheticLake, name: str = "order_items") -> ItemsTableC
 def _build(
     spark: SparkSession, lake: SyntheticLake, items: ItemsTableConfig, rebuild: bool = False
 ) -> dict[str, Any]:
-    params = OrderItemsParams(lake.table().base_path, items, rebuild=rebuild)
+    params = OrderItemsParams(lake.table().base_path, items, OUTBOX, rebuild=rebuild)
     report: AppReport = run_order_items(spark, params)
     out = {k: v["raw_value"] for k, v in report.metadata.items()}
     out["checks"] = {c["check_name"]: c["passed"] for c in report.checks}
@@ -51,7 +53,7 @@ def _build(
 
 
 def _ingest(spark: SparkSession, lake: SyntheticLake) -> None:
-    result = ingest_new_files(spark, lake.client, lake.source, lake.table())
+    result = ingest_new_files(spark, lake.client, lake.source, lake.table(), captured=OUTBOX)
     assert result.committed is not None
 
 
@@ -295,14 +297,20 @@ def test_full_rebuild_when_there_is_nothing_to_start_from(
         extra_options=short if cleaned else {},
     )
     lake.put([event(1, 100, 1, op="c"), event(2, 100, 2, op="c")])
-    assert ingest_new_files(spark, lake.client, lake.source, table).committed is not None
+    assert (
+        ingest_new_files(spark, lake.client, lake.source, table, captured=OUTBOX).committed
+        is not None
+    )
     items = _items_config(lake)
     if case == "parquet_left_by_an_earlier_release":
         flatten_order_items(read_table(spark, table.base_path)).write.parquet(items.base_path)
     assert _build(spark, lake, items)["build"] == "full"
     for n in range(4 if cleaned else 1):
         lake.put([event(2 + n, 200 + n, 3 + n, deleted=True, op="d"), event(9 + n, 200, 9, op="c")])
-        assert ingest_new_files(spark, lake.client, lake.source, table).committed is not None
+        assert (
+            ingest_new_files(spark, lake.client, lake.source, table, captured=OUTBOX).committed
+            is not None
+        )
     report = _build(spark, lake, items)
     if case == "no_changes_kept":
         assert report["build"] == "full"

@@ -11,7 +11,7 @@ import pytest
 from cdc_lake.lake.schema import SourceColumn, initial
 from cdc_lake.resources.lake import LakeResource
 from cdc_lake.resources.streaming import CdcPipelineResource
-from cdc_lake.source.captured import CUSTOMERS, CapturedTable
+from cdc_lake.source.captured import CUSTOMERS, OUTBOX, CapturedTable
 from cdc_lake.spark_apps.params import APPS, DiffParams, OrderItemsParams, UpsertParams
 from cdc_lake.spark_apps.run import run_app
 
@@ -38,9 +38,11 @@ def test_the_parameters_survive_the_json_trip():
         source="datalake.order_details", key=("order_id", "product_id"), ddl_file="x.sql"
     )
     assert CapturedTable.from_json(json.loads(json.dumps(details.to_json()))) == details
-    assert upsert.quarantine_path == "s3a://lake/lake/customers_quarantine"
+    assert upsert.quarantine_path == "s3a://lake/quarantine/customers"
     items = LakeResource(lake_bucket="lake").order_items_params(rebuild=True)
     assert OrderItemsParams.from_json(json.loads(json.dumps(items.to_json()))) == items
+    # The items are built from the table whose declaration lists them, which travels whole.
+    assert items.captured == OUTBOX and items.table_path == "s3a://lake/lake/cdc_events"
     schema = initial("datalake.order_details", ("order_id", "product_id"),
                      [SourceColumn("order_id", "integer", False), SourceColumn("product_id",
                       "integer", False), SourceColumn("quantity", "smallint")])  # fmt: skip
@@ -63,7 +65,7 @@ def test_a_mismatch_names_the_fields_before_anything_runs():
     with pytest.raises(ValueError, match=r"unknown colour;.* missing topic;"):
         UpsertParams.from_json({**{k: v for k, v in wire.items() if k != "topic"}, "colour": 1})
     # run_app parses first: no Spark session is touched (None here).
-    with pytest.raises(ValueError, match="missing items"):
+    with pytest.raises(ValueError, match="missing captured, items"):
         run_app(None, None, "order_items", {"table_path": "s3a://x"})  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="unknown lake app 'merge'"):
         run_app(None, None, "merge", {})  # type: ignore[arg-type]
@@ -73,7 +75,7 @@ def test_a_mismatch_names_the_fields_before_anything_runs():
 
 def test_delete_mode_is_hard_or_soft_on_both_sides():
     assert LakeResource(lake_bucket="lake", delete_mode="soft").upsert_params(
-        CdcPipelineResource(raw_bucket="raw")
+        CdcPipelineResource(raw_bucket="raw"), table=OUTBOX
     ).table.delete_mode == "soft"
     with pytest.raises(ValueError, match="delete_mode"):
         LakeResource(lake_bucket="lake", delete_mode="soft-ish")  # type: ignore[arg-type]

@@ -141,9 +141,12 @@ def test_another_local_user_is_refused_by_every_spark_port(local_stack: LocalSta
 
 
 def _hudi_write(spark, path: str) -> None:
+    from bench.synthetic import OUTBOX_SCHEMA
     from cdc_lake.lake.hudi import HudiTableConfig
 
-    options = HudiTableConfig(base_path=path, partition_field="").write_options()
+    # Rows keyed as the outbox's: its schema gives the key.
+    table = HudiTableConfig(base_path=path, partition_field="")
+    options = table.write_options(schema=OUTBOX_SCHEMA)
     rows = spark.range(0, 2000).selectExpr(
         "id AS order_id", "id AS cdc_ordering", "false AS _hoodie_is_deleted"
     )

@@ -15,6 +15,7 @@ from cdc_lake.streaming.connect_config import (
     ConnectorConfigError,
     connectors_dir,
     render_connector_config,
+    topic_name,
 )
 
 
@@ -28,7 +29,7 @@ def test_debezium_config(settings: CdcConnectorSettings):
     assert cfg["connector.class"] == "io.debezium.connector.postgresql.PostgresConnector"
     assert cfg["plugin.name"] == "pgoutput"
     assert cfg["database.port"] == "20032"
-    assert cfg["topic.prefix"] == "cdc" and settings.topic == "cdc.datalake.cdc_events"
+    assert cfg["topic.prefix"] == "cdc" and topic_name("cdc", OUTBOX) == "cdc.datalake.cdc_events"
     assert cfg["table.include.list"] == "datalake.cdc_events,datalake.customers"
     assert cfg["publication.autocreate.mode"] == "disabled"
     # Option names of Debezium 2.5+/3.x, not the removed delete.handling.mode.

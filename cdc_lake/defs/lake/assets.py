@@ -23,8 +23,8 @@ without this instance, a replay) takes the Spark path, which also reports the ne
 figures when it commits nothing. The data version is the commit instant.
 The source table's columns are read from PostgreSQL's catalog at each run and passed to the
 upsert app, which evolves the lake's columns to follow them or fails before committing when it
-cannot (``cdc_lake/lake/schema.py``); when the source cannot be reached, the lake keeps the
-columns its last commit recorded (a warning in the log). The metadata shows the lake's columns
+cannot (``cdc_lake/lake/schema/evolution.py``); when the source cannot be reached, the lake keeps
+the columns its last commit recorded (a warning in the log). The metadata shows the lake's columns
 (``dagster/column_schema``, the UI's Columns tab) and its ``schema_version``; a change of the
 source's columns since the last run always takes the Spark path.
 The upsert app (``cdc_lake/spark_apps/upsert.py``) runs on local Spark or on EMR, as the
@@ -63,7 +63,7 @@ from cdc_lake.resources.lake import LakeResource
 from cdc_lake.resources.source import PostgresResource
 from cdc_lake.resources.spark import SparkLauncher
 from cdc_lake.resources.streaming import CdcPipelineResource
-from cdc_lake.source.captured import OUTBOX, RESCAN_CHECK, CapturedTable
+from cdc_lake.source.captured import RESCAN_CHECK, CapturedTable
 from cdc_lake.spark_apps.params import UpsertParams, UpsertReport
 
 
@@ -328,7 +328,6 @@ def _nothing_new(
     )
 
 
-# One per captured table, from its declaration alone; the outbox's also by name.
+# One per captured table, from its declaration alone.
 hudi_tables = {k.table: hudi_table_asset(k) for k in KEYS}
 hudi_table_assets = list(hudi_tables.values())
-cdc_events_hudi = hudi_tables[OUTBOX]

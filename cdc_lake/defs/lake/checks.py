@@ -37,7 +37,7 @@ from cdc_lake.resources.lake import LakeResource
 from cdc_lake.resources.source import PostgresResource
 from cdc_lake.resources.spark import SparkLauncher
 from cdc_lake.resources.streaming import CdcPipelineResource, KafkaResource
-from cdc_lake.source.captured import OUTBOX, CapturedTable
+from cdc_lake.source.captured import CapturedTable
 from cdc_lake.spark_apps.params import DiffParams, DiffReport, UpsertReport
 from cdc_lake.streaming.topics import committed_offsets, end_offsets
 
@@ -280,7 +280,6 @@ def lake_checks(k: TableKeys) -> list[dg.AssetChecksDefinition]:
     return [no_quarantined_lines, matches_source, schema_matches_source]
 
 
-# One set per captured table; the outbox's also by name.
+# One set per captured table.
 table_checks = {k.table: lake_checks(k) for k in KEYS}
 lake_table_checks = [c for checks in table_checks.values() for c in checks]
-no_quarantined_lines, matches_source, schema_matches_source = table_checks[OUTBOX]

@@ -7,9 +7,9 @@ objects, and ``cdc-lake refresh`` runs it after catching up. It ingests from the
 checkpoint, so a run that is skipped or fails loses nothing, and a rerun with nothing new
 commits nothing.
 
-``lake_full_check`` refreshes the outbox's Hudi table with ``full_scan`` on: the checks rescan
-the whole table rather than follow the change feed, and compare the two. Its schedule runs it
-nightly once turned on. Every table's upsert also rescans by itself every
+``lake_full_check`` refreshes every captured table's Hudi table with ``full_scan`` on: the
+checks rescan each whole table rather than follow the change feed, and compare the two. Its
+schedule runs it nightly once turned on. Every table's upsert also rescans by itself every
 ``LakeResource.full_scan_every`` commits, and on request (run config ``full_scan`` on its
 refresh job).
 """
@@ -20,8 +20,7 @@ from typing import TYPE_CHECKING
 
 import dagster as dg
 
-from cdc_lake.defs.keys import HUDI_KEY, KEYS, TableKeys
-from cdc_lake.source.captured import OUTBOX
+from cdc_lake.defs.keys import KEYS, TableKeys
 
 if TYPE_CHECKING:
     from dagster._core.definitions.unresolved_asset_job_definition import (
@@ -34,8 +33,6 @@ def hudi_op(key: dg.AssetKey) -> str:
     return "__".join(key.path)
 
 
-HUDI_OP = hudi_op(HUDI_KEY)
-
 def refresh_job(k: TableKeys) -> UnresolvedAssetJobDefinition:
     return dg.define_asset_job(
         k.refresh_job,
@@ -47,15 +44,14 @@ def refresh_job(k: TableKeys) -> UnresolvedAssetJobDefinition:
 
 
 refresh_jobs = {k.table: refresh_job(k) for k in KEYS}
-lake_refresh_job = refresh_jobs[OUTBOX]
 
 lake_full_check_job = dg.define_asset_job(
     "lake_full_check",
-    selection=dg.AssetSelection.assets(HUDI_KEY),
-    description="Refresh the Hudi table and rescan it in full: the key and delete checks and the "
-    "live-row digest from the whole table, compared with the state kept from the change feed "
-    "(the incremental_matches_rescan check).",
-    config={"ops": {HUDI_OP: {"config": {"full_scan": True}}}},
+    selection=dg.AssetSelection.assets(*(k.hudi for k in KEYS)),
+    description="Refresh every Hudi table and rescan it in full: the key and delete checks and "
+    "the live-row digest from the whole table, compared with the state kept from the change "
+    "feed (the incremental_matches_rescan check).",
+    config={"ops": {hudi_op(k.hudi): {"config": {"full_scan": True}} for k in KEYS}},
 )
 
 # Off by default, like the sensor: turn it on in the UI (Automation) for a nightly rescan.

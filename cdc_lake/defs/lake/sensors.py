@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 import dagster as dg
 from dagster_aws.s3 import S3Resource
 
-from cdc_lake.defs.keys import KEYS, OUTBOX_KEYS, TableKeys
+from cdc_lake.defs.keys import KEYS, TableKeys
 from cdc_lake.defs.lake.jobs import refresh_jobs
 from cdc_lake.defs.unchanged import lake_checkpoint
 from cdc_lake.lake.checkpoint import pending
@@ -116,6 +116,6 @@ def raw_files_sensor(k: TableKeys, job: UnresolvedAssetJobDefinition) -> dg.Sens
     return _sensor
 
 
-raw_files_sensors = [raw_files_sensor(k, refresh_jobs[k.table]) for k in KEYS]
-# The outbox's, by name: the demo, the CLI and the benchmarks turn it on.
-raw_cdc_files_sensor = next(s for s in raw_files_sensors if s.name == OUTBOX_KEYS.sensor)
+# One per captured table.
+table_sensors = {k.table: raw_files_sensor(k, refresh_jobs[k.table]) for k in KEYS}
+raw_files_sensors = list(table_sensors.values())

@@ -1,4 +1,5 @@
-"""The flattened order items: one row per order line of the Hudi table's live orders.
+"""The flattened order items: one row per order line of the Hudi table's live orders (the lake
+table of the captured table whose declaration lists ``order_items`` in its ``marts``).
 
 A Hudi table keyed by (order_id, product_id), kept in step by the same Spark app locally and on
 EMR (``cdc_lake/spark_apps/order_items.py``): each build applies the change feed of the
@@ -21,12 +22,14 @@ from dagster_aws.s3 import S3Resource
 from pydantic import Field
 
 from cdc_lake.defs import stage_attrs
-from cdc_lake.defs.keys import HUDI_KEY, ORDER_ITEMS_KEY
+from cdc_lake.defs.keys import ORDER_ITEMS_KEY, table_keys
 from cdc_lake.defs.unchanged import carried_check_results, carried_metadata, latest_materialization
 from cdc_lake.lake.timeline import instant_time, newest_commit_instant
 from cdc_lake.marts.chart import CURRENCY_SYMBOL, bars_markdown, chart_markdown, chart_png
+from cdc_lake.marts.items_table import ItemsTableConfig
 from cdc_lake.resources.lake import LakeResource
 from cdc_lake.resources.spark import SparkLauncher
+from cdc_lake.source.captured import mart_table
 from cdc_lake.spark_apps.params import OrderItemsReport
 
 
@@ -38,9 +41,13 @@ class OrderItemsConfig(dg.Config):
     )
 
 
+# The captured table whose lake table the items are built from: its declaration lists them.
+ORDERS = mart_table(ItemsTableConfig.table_name)
+
+
 @dg.asset(
     key=ORDER_ITEMS_KEY,
-    deps=[HUDI_KEY],
+    deps=[table_keys(ORDERS).hudi],
     kinds={"spark", "hudi", "s3"},
     **stage_attrs(__name__, owners=["team:analytics"], fresh=True),
     check_specs=[
@@ -103,7 +110,8 @@ def _unchanged(
     if previous is None or built_from is None or built_from.value == "none":
         return None
     client = s3.get_client()
-    if newest_commit_instant(client, lake.lake_bucket, lake.table_prefix) != built_from.value:
+    newest = newest_commit_instant(client, lake.lake_bucket, lake.table_prefix_of(ORDERS))
+    if newest != built_from.value:
         return None
     table_file = lake.order_items_prefix.strip("/") + "/.hoodie/hoodie.properties"
     items = client.list_objects_v2(Bucket=lake.lake_bucket, Prefix=table_file, MaxKeys=1)

@@ -1,5 +1,5 @@
-"""Checks of the raw stage: the first and the last of each captured table's raw files, the
-connector's on the outbox's.
+"""Checks of the raw stage: the first and the last of each captured table's raw files; the one
+sink connector's on the first declared table's (``CONNECTORS``).
 
 - ``sink_consumer_lag``: the records of the table's topic that the S3 sink's consumer group has not
   committed yet (end offset minus committed offset, summed over partitions) are at most
@@ -18,17 +18,16 @@ import dagster as dg
 from dagster_aws.s3 import S3Resource
 
 from cdc_lake.defs.check_results import at_most, connector_check
-from cdc_lake.defs.keys import KEYS, OUTBOX_KEYS, TableKeys
+from cdc_lake.defs.keys import CONNECTORS, KEYS, TableKeys
 from cdc_lake.defs.unchanged import lake_checkpoint
 from cdc_lake.lake.checkpoint import pending
 from cdc_lake.raw.objects import RawLayout
 from cdc_lake.resources.streaming import CdcPipelineResource, ConnectResource, KafkaResource
-from cdc_lake.source.captured import OUTBOX
 from cdc_lake.streaming.topics import consumer_lag
 
 
 @dg.asset_check(
-    asset=OUTBOX_KEYS.raw, description="the S3 sink connector and its tasks are RUNNING"
+    asset=CONNECTORS.raw, description="the S3 sink connector and its tasks are RUNNING"
 )
 def sink_connector_running(
     kafka_connect: ConnectResource, cdc: CdcPipelineResource
@@ -94,7 +93,6 @@ def raw_checks(k: TableKeys) -> list[dg.AssetChecksDefinition]:
     return [sink_consumer_lag, pending_raw_objects]
 
 
-# One pair per captured table; the outbox's also by name.
+# One pair per captured table.
 table_raw_checks = {k.table: raw_checks(k) for k in KEYS}
 raw_table_checks = [c for checks in table_raw_checks.values() for c in checks]
-sink_consumer_lag, pending_raw_objects = table_raw_checks[OUTBOX]

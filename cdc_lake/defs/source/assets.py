@@ -16,7 +16,7 @@ import datetime
 import dagster as dg
 
 from cdc_lake.defs import stage_attrs, stage_spec
-from cdc_lake.defs.keys import KEYS, OUTBOX_KEY
+from cdc_lake.defs.keys import KEYS, table_keys
 from cdc_lake.resources.source import PostgresResource
 from cdc_lake.resources.streaming import CdcPipelineResource
 from cdc_lake.source.captured import OUTBOX
@@ -24,7 +24,7 @@ from cdc_lake.source.database import prepare_source
 
 
 @dg.asset(
-    key=OUTBOX_KEY,
+    key=table_keys(OUTBOX).source,
     kinds={"postgres"},
     **stage_attrs(__name__),
 )
@@ -69,5 +69,5 @@ captured_source_tables = [
         [],
     )
     for k in KEYS
-    if k.table != OUTBOX
+    if not k.table.maintained
 ]

@@ -68,7 +68,10 @@ def cdc_events_topic(
     exists = name in connect.connectors()
     conn = postgres.connect()
     try:
-        source = check_logical_replication(conn, cdc.publication, cdc.slot_name, exists)
+        captured = [k.table.source for k in KEYS]
+        source = check_logical_replication(
+            conn, cdc.publication, cdc.slot_name, exists, captured
+        )
         rows = {k.table: table_rows(conn, k.table.source) for k in KEYS}
     finally:
         conn.close()

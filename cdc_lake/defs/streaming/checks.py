@@ -18,14 +18,14 @@ from typing import Any
 import dagster as dg
 
 from cdc_lake.defs.check_results import at_most, connector_check
-from cdc_lake.defs.keys import TOPIC_KEY
+from cdc_lake.defs.keys import CONNECTORS
 from cdc_lake.resources.source import PostgresResource
 from cdc_lake.resources.streaming import CdcPipelineResource, ConnectResource
 from cdc_lake.source.preflight import slot_lag
 
 
 @dg.asset_check(
-    asset=TOPIC_KEY,
+    asset=CONNECTORS.topic,
     description="the WAL retained for the connector's replication slot is under the threshold",
 )
 def replication_slot_lag(
@@ -84,7 +84,7 @@ def replication_slot_lag(
 
 
 @dg.asset_check(
-    asset=TOPIC_KEY,
+    asset=CONNECTORS.topic,
     description="the Debezium source connector and its tasks are RUNNING",
 )
 def source_connector_running(

@@ -156,14 +156,9 @@ class Kafka(JavaService):
         return self.java_argv(str(self.conf))
 
     def healthy(self) -> bool:
-        from confluent_kafka.admin import AdminClient
-
         if not port_in_use(self.s.host, self.s.port("kafka")):
             return False  # spares librdkafka's connection-refused log lines
-        conf = self.s.kafka_client_conf(self.s.kafka_broker_user)
-        admin = AdminClient({**conf, "socket.timeout.ms": 2000, "log_level": 0})
-        meta = admin.list_topics(timeout=3)
-        return len(meta.brokers) == 1
+        return self._brokers(self.s.kafka_broker_user) == 1
 
     def after_healthy(self) -> None:
         """The clients' SCRAM credentials and the ACL policy, set as the broker (super user).
@@ -197,22 +192,23 @@ class Kafka(JavaService):
                 "by an older cdc-lake has no authorizer: `cdc-lake stack down`, then `stack up`."
             ) from e
         for user in clients:
-            if not wait_until(lambda u=user: self._logs_in(u), 30, alive=lambda: True):
+            if not wait_until(lambda u=user: self._brokers(u) > 0, 30, alive=lambda: True):
                 raise StackError(
                     f"kafka: user {user!r} cannot log in 30 s after its SCRAM credential was "
                     f"set (see {self.log})"
                 )
 
-    def _logs_in(self, user: str) -> bool:
+    def _brokers(self, user: str) -> int:
+        """How many brokers the cluster's metadata lists, asked as ``user`` (0: refused)."""
         from confluent_kafka import KafkaException
         from confluent_kafka.admin import AdminClient
 
         conf = self.s.kafka_client_conf(user)
+        admin = AdminClient({**conf, "socket.timeout.ms": 2000, "log_level": 0})
         try:
-            AdminClient({**conf, "log_level": 0}).list_topics(timeout=3)
-            return True
+            return len(admin.list_topics(timeout=3).brokers)
         except KafkaException:
-            return False
+            return 0
 
     def details(self) -> dict[str, object]:
         return {

@@ -2,7 +2,7 @@
 ``CDC_LAKE_MSK_*`` variables, and the parts of the ``kafkaconnect`` requests it determines
 (cluster, capacity, log delivery, worker properties).
 
-The variables are read by the production rules (``cdc_lake/prod_env.py``: stripped, empty is
+The variables are read by the production rules (``cdc_lake/aws/prod_env.py``: stripped, empty is
 unset, one ``ProdSettingsError`` naming every missing or bad one), once, with the prod resources'
 (``ProdSettings``) or the deploy's own (``msk_deploy_settings``); ``MskConnectResource`` gets
 the parsed settings as config. Settings are validated when built: a broker that is not an IAM
@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from cdc_lake.prod_env import EnvReader
+from cdc_lake.aws.prod_env import EnvReader
 from cdc_lake.streaming.msk.secrets import (
     SECRETS_PROVIDER,
     SECRETS_PROVIDER_CLASS,

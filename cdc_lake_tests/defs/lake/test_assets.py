@@ -10,13 +10,14 @@ from typing import Any
 
 import dagster as dg
 
+from bench.outbox import HUDI_KEY, cdc_events_hudi
 from bench.synthetic import SyntheticLake, event
-from cdc_lake.defs.keys import HUDI_KEY
-from cdc_lake.defs.lake.assets import cdc_events_hudi
 from cdc_lake.defs.lake.jobs import lake_full_check_job
 from cdc_lake.lake.hudi import recorded_partition_field
-from cdc_lake.lake.ingest import ingest_new_files, read_table
+from cdc_lake.lake.ingest import ingest_new_files
+from cdc_lake.lake.readers import read_table
 from cdc_lake.resources.local import local_resources
+from cdc_lake.source.captured import OUTBOX
 from cdc_lake.stack import LocalStack
 
 
@@ -38,7 +39,7 @@ def test_checks_follow_the_change_feed_and_a_full_check_compares(
     lake = SyntheticLake(client, s.raw_bucket, s.lake_bucket)
     resources = local_resources(
         s,
-        lake={"table_prefix": f"synthetic/{lake.name}/cdc_events"},
+        lake={"lake_prefix": f"synthetic/{lake.name}"},
         raw_prefix=lake.raw_prefix,
     )
     instance = dg.DagsterInstance.ephemeral()
@@ -81,12 +82,14 @@ def test_a_table_an_earlier_release_partitioned_keeps_its_layout_and_the_asset_s
     client = local_stack.service("s3").client()  # type: ignore[attr-defined]
     lake = SyntheticLake(client, s.raw_bucket, s.lake_bucket)
     resources = local_resources(
-        s, lake={"table_prefix": f"synthetic/{lake.name}/cdc_events"}, raw_prefix=lake.raw_prefix
+        s, lake={"lake_prefix": f"synthetic/{lake.name}"}, raw_prefix=lake.raw_prefix
     )
-    table = resources["lake"].table_config()
+    table = resources["lake"].table_config(OUTBOX)
     assert table.partition_field == ""
     lake.put([event(i, 100, i, op="c", order_date=9700) for i in (1, 2, 3)])
-    ingest_new_files(spark, client, lake.source, replace(table, partition_field="order_year"))
+    ingest_new_files(
+        spark, client, lake.source, replace(table, partition_field="order_year"), captured=OUTBOX
+    )
 
     lake.put([event(1, 200, 10, order_date=10300), event(2, 200, 11, op="d", deleted=True)])
     instance = dg.DagsterInstance.ephemeral()

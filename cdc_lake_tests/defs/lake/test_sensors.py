@@ -8,9 +8,9 @@ import json
 
 import dagster as dg
 
+from bench.outbox import cdc_events_hudi, raw_cdc_files_sensor
 from bench.synthetic import SyntheticLake, event
-from cdc_lake.defs.lake.assets import cdc_events_hudi
-from cdc_lake.defs.lake.sensors import SENSOR_RESOURCES, raw_cdc_files_sensor
+from cdc_lake.defs.lake.sensors import SENSOR_RESOURCES
 from cdc_lake.resources.local import local_resources
 from cdc_lake.stack import LocalStack
 
@@ -20,7 +20,7 @@ def test_sensor_requests_what_the_lake_lacks_once(local_stack: LocalStack, secre
     client = local_stack.service("s3").client()  # type: ignore[attr-defined]
     lake = SyntheticLake(client, s.raw_bucket, s.lake_bucket)
     resources = local_resources(
-        s, lake={"table_prefix": f"synthetic/{lake.name}/cdc_events"}, raw_prefix=lake.raw_prefix
+        s, lake={"lake_prefix": f"synthetic/{lake.name}"}, raw_prefix=lake.raw_prefix
     )
     sensor_resources = {k: resources[k] for k in SENSOR_RESOURCES}  # no Spark for a tick
     instance = dg.DagsterInstance.ephemeral()

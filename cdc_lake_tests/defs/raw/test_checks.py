@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import dagster as dg
 
+from bench.outbox import cdc_events_hudi, pending_raw_objects
 from bench.synthetic import SyntheticLake, event
-from cdc_lake.defs.lake.assets import cdc_events_hudi
-from cdc_lake.defs.raw.checks import pending_raw_objects
 from cdc_lake.resources.local import local_resources
 from cdc_lake.stack import LocalStack
 
@@ -17,7 +16,7 @@ def test_pending_objects_follow_the_lake_checkpoint(local_stack: LocalStack, sec
     s = local_stack.settings
     client = local_stack.service("s3").client()  # type: ignore[attr-defined]
     lake = SyntheticLake(client, s.raw_bucket, s.lake_bucket)
-    table = {"table_prefix": f"synthetic/{lake.name}/cdc_events"}
+    table = {"lake_prefix": f"synthetic/{lake.name}"}
     instance = dg.DagsterInstance.ephemeral()
 
     def evaluate(warn_over: int) -> dg.AssetCheckResult:

@@ -38,7 +38,7 @@ def test_a_table_added_to_a_running_connector_is_snapshotted(pipeline: FaultPipe
     pipeline.connect.deploy(cdc.source_connector_name, config, 180, lambda _: None)
     outbox_rows = len(_column(pipeline.dsn, "order_id", "cdc_events"))
     customers = len(_column(pipeline.dsn, "customer_id", "customers"))
-    wait_for_offsets(pipeline.kafka_conf, cdc.topic, at_least=outbox_rows, timeout_s=180)
+    wait_for_offsets(pipeline.kafka_conf, cdc.topic_of(OUTBOX), at_least=outbox_rows, timeout_s=180)
     assert customers > 0
 
     # Now with the declaration: the asset updates the connector and sends the table once.

@@ -1,4 +1,4 @@
-"""The UI's token gate (``cdc_lake/webserver.py``) on a stand-in app: what passes, what is
+"""The UI's token gate (``cdc_lake/ops/webserver.py``) on a stand-in app: what passes, what is
 refused, and how the URL with the token becomes a cookie. ``test_instance.py`` plays the same
 against the real webserver, as another local user too."""
 
@@ -13,7 +13,7 @@ from starlette.routing import Route, WebSocketRoute
 from starlette.testclient import TestClient
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from cdc_lake.webserver import TokenGate, cookie_name, ensure_token
+from cdc_lake.ops.webserver import TokenGate, cookie_name, ensure_token
 
 TOKEN = "s3cr3t-token"
 

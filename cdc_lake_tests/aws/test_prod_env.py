@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from cdc_lake.prod_env import EnvReader, ProdSettingsError
+from cdc_lake.aws.prod_env import EnvReader, ProdSettingsError
 
 
 def test_values_are_stripped_empty_is_unset_and_the_first_name_set_wins():

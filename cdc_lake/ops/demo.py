@@ -5,10 +5,11 @@
    the demo's;
 3. apply a few changes with the workload and wait for the S3 sink to flush them; then run the
    Dagster daemon with ``raw_cdc_files_sensor`` turned on until the one ``lake_refresh`` run
-   it requests has ended, and turn the sensor off again (``cdc_lake/instance.py``). The sensor's
-   ticks, its cursor and the run (tagged with the sensor's name) are the instance's;
-4. print where the run's time went (queue, run worker start, steps: ``cdc_lake/run_timeline.py``),
-   a summary, and the ``cdc-lake ui`` command that opens the Dagster UI on the same instance.
+   it requests has ended, and turn the sensor off again (``cdc_lake/ops/instance.py``). The
+   sensor's ticks, its cursor and the run (tagged with the sensor's name) are the instance's;
+4. print where the run's time went (queue, run worker start, steps:
+   ``cdc_lake/ops/run_timeline.py``), a summary, and the ``cdc-lake ui`` command that opens the
+   Dagster UI on the same instance.
 
 Runs are recorded in the Dagster instance at ``<state>/dagster_home``, so the UI shows them.
 """
@@ -21,7 +22,7 @@ import sys
 import time
 from pathlib import Path
 
-from cdc_lake.run_timeline import run_timeline
+from cdc_lake.ops.run_timeline import run_timeline
 from cdc_lake.stack import LocalStack, StackSettings
 from cdc_lake.stack.install import install
 from cdc_lake.stack.settings import project_root
@@ -41,9 +42,11 @@ def run_demo(settings: StackSettings, changes: int = 25) -> int:
     import psycopg2
 
     from cdc_lake.definitions import defs as load_defs
-    from cdc_lake.defs.lake.sensors import raw_cdc_files_sensor
+    from cdc_lake.defs.keys import table_keys
     from cdc_lake.defs.pipeline import cdc_pipeline_job
-    from cdc_lake.instance import (
+    from cdc_lake.lake.hudi import completed_commits
+    from cdc_lake.marts.items_table import ItemsTableConfig
+    from cdc_lake.ops.instance import (
         TRIGGER_TAG,
         check_evaluations,
         dagster_env,
@@ -51,8 +54,8 @@ def run_demo(settings: StackSettings, changes: int = 25) -> int:
         prepare_home,
         refresh_through_sensor,
     )
-    from cdc_lake.lake.hudi import completed_commits
     from cdc_lake.resources.local import local_resources
+    from cdc_lake.source.captured import mart_table
     from cdc_lake.source.workload import Workload
     from cdc_lake.streaming.topics import wait_for_consumer
 
@@ -79,15 +82,16 @@ def run_demo(settings: StackSettings, changes: int = 25) -> int:
     finally:
         conn.close()
     cdc = resources["cdc"]
+    # The demo shows the order items: it refreshes the table they are built from.
+    orders = mart_table(ItemsTableConfig.table_name)
+    sensor = table_keys(orders).sensor
     time.sleep(2)  # let Debezium publish the last changes before waiting on the sink
-    wait_for_consumer(resources["kafka"].client_conf(), cdc.sink_consumer_group, cdc.topic, 120)
-    print(
-        f"[demo] sink flushed; turning {raw_cdc_files_sensor.name} on with the Dagster daemon",
-        flush=True,
-    )
+    topic = cdc.topic_of(orders)
+    wait_for_consumer(resources["kafka"].client_conf(), cdc.sink_consumer_group, topic, 120)
+    print(f"[demo] sink flushed; turning {sensor} on with the Dagster daemon", flush=True)
     t1 = time.monotonic()
     try:
-        run = refresh_through_sensor(settings, instance)
+        run = refresh_through_sensor(settings, instance, sensor)
     except RuntimeError as e:
         print(f"[demo] the sensor's refresh failed: {e}", file=sys.stderr)
         return 1
@@ -108,23 +112,24 @@ def run_demo(settings: StackSettings, changes: int = 25) -> int:
         return 1
     _print_checks(check_evaluations(instance, run.run_id))
 
-    from cdc_lake.lake.ingest import read_table
+    from cdc_lake.lake.readers import read_table
     from cdc_lake.marts.figures import customer_figures, customer_rows
     from cdc_lake.marts.order_items import read_order_items
 
     session = _spark(resources["pyspark"])
     lake = resources["lake"]
-    table = read_table(session, lake.table_path)
+    table_path = lake.table_path_of(orders)
+    table = read_table(session, table_path)
     items = read_order_items(session, lake.order_items_path)
     stats = customer_rows(customer_figures(items))
-    commits = list(completed_commits(session, lake.table_path))
+    commits = list(completed_commits(session, table_path))
     # Counted before the summary: Hudi's object sizer prints its "# WARNING" lines on first use.
     rows, lines = table.count(), items.count()
     revenue = float(items.agg({"revenue": "sum"}).collect()[0][0] or 0)
     print()
     print("cdc-lake demo summary")
     print(f"  changes applied:  {len(applied)}")
-    print(f"  hudi rows:        {rows:,} ({lake.table_path})")
+    print(f"  hudi rows:        {rows:,} ({table_path})")
     print(f"  order items:      {lines:,} ({lake.order_items_path})")
     print(f"  total revenue:    {revenue:,.2f}")
     top = ", ".join(f"{s['customer_id']} {s['revenue']:,.0f}" for s in stats[:5])
@@ -134,7 +139,7 @@ def run_demo(settings: StackSettings, changes: int = 25) -> int:
     print()
     print("Open the Dagster UI on the same instance:")
     print(f"  {ui_command_line(settings)}")
-    print("  then open the URL it prints (turn raw_cdc_files_sensor on under Automation)")
+    print(f"  then open the URL it prints (turn {sensor} on under Automation)")
     print("Make more changes: .venv/bin/cdc-lake workload --changes 20")
     print("Catch up by hand:  .venv/bin/cdc-lake refresh")
     print("Stop the stack:    .venv/bin/cdc-lake stack down")

@@ -12,10 +12,10 @@ import re
 import dagster as dg
 import psycopg2
 
-from cdc_lake.defs.keys import HUDI_KEY, table_keys
-from cdc_lake.defs.lake.jobs import lake_refresh_job
-from cdc_lake.instance import TRIGGER_TAG, check_evaluations, dagster_env, materializations
-from cdc_lake.refresh import run_refresh
+from bench.outbox import HUDI_KEY, lake_refresh_job
+from cdc_lake.defs.keys import table_keys
+from cdc_lake.ops.instance import TRIGGER_TAG, check_evaluations, dagster_env, materializations
+from cdc_lake.ops.refresh import run_refresh
 from cdc_lake.source.captured import CUSTOMERS
 from cdc_lake.source.workload import Workload
 from cdc_lake.stack import LocalStack

@@ -7,7 +7,7 @@ import time
 
 import dagster as dg
 
-from cdc_lake.run_timeline import RunTimeline, run_timeline
+from cdc_lake.ops.run_timeline import RunTimeline, run_timeline
 
 
 @dg.op

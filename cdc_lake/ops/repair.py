@@ -1,16 +1,17 @@
 """``cdc-lake lake replay`` and ``reconcile``: bring a lake that drifted from the source back
 to it.
 
-A replay runs one captured table's Hudi asset (the outbox's by default, ``--table`` for another)
-with ``replay_from_offset``: every raw line of its topic from that Kafka offset on is read again,
-whatever its checkpoint says, then (for the outbox) the order items are rebuilt, and the table's
-checks run. The latest change per order still wins, so a replay can only repair: rows that are
-already right stay as they are, and a missing or stale row gets its newest change back. It runs
-through Dagster on the configured instance (``DAGSTER_HOME``; locally ``<state>/dagster_home``),
-so it shows in the UI like any run. It exits non-zero when a blocking check fails.
+A replay runs one captured table's Hudi asset (``--table``; the command's default is the first
+declared table) with ``replay_from_offset``: every raw line of its topic from that Kafka offset
+on is read again, whatever its checkpoint says, then the marts built from the table are rebuilt,
+and the table's checks run. The latest change per key still wins, so a replay can only repair:
+rows that are already right stay as they are, and a missing or stale row gets its newest change
+back. It runs through Dagster on the configured instance (``DAGSTER_HOME``; locally
+``<state>/dagster_home``), so it shows in the UI like any run. It exits non-zero when a blocking
+check fails.
 
 Raw files only hold what the sink wrote. For changes that never reached them, ask Debezium to
-send the orders again (``cdc-lake source resnapshot``), then refresh.
+send the rows again (``cdc-lake source resnapshot``), then refresh.
 
 A reconcile runs the same asset with ``reconcile``: it ingests what is new, and deletes in the
 same commit the live rows whose key the source no longer holds, rows that no event will ever
@@ -23,7 +24,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from cdc_lake.source.captured import OUTBOX, CapturedTable
+from cdc_lake.source.captured import CapturedTable
 from cdc_lake.spark_apps.params import UpsertReport
 from cdc_lake.stack.settings import StackSettings
 
@@ -33,7 +34,8 @@ def replay(
     from_offset: int,
     resources: dict[str, Any] | None = None,
     say: Callable[[str], None] = print,
-    table: CapturedTable = OUTBOX,
+    *,
+    table: CapturedTable,
 ) -> int:
     """Replays ``table``'s raw files from ``from_offset``; 0 when its lake table then matches
     the source."""
@@ -45,7 +47,8 @@ def reconcile(
     settings: StackSettings,
     resources: dict[str, Any] | None = None,
     say: Callable[[str], None] = print,
-    table: CapturedTable = OUTBOX,
+    *,
+    table: CapturedTable,
 ) -> int:
     """Deletes ``table``'s lake rows whose key the source no longer holds; 0 when its lake
     table then matches the source."""
@@ -68,7 +71,7 @@ def _repair(
     from cdc_lake.defs.lake.checks import table_checks
     from cdc_lake.defs.lake.jobs import hudi_op
     from cdc_lake.defs.marts.assets import order_items
-    from cdc_lake.instance import configured_home
+    from cdc_lake.ops.instance import configured_home
     from cdc_lake.resources import build_resources, environment_name
     from cdc_lake.resources.local import local_resources
     from cdc_lake.stack.settings import local_secret_env

@@ -11,7 +11,7 @@ app runs in this process behind ``TokenGate``, an ASGI middleware:
   before it opens). The token is compared in constant time.
 
 The token lives in ``<state>/conf/ui.token`` (0600, made once, never an argument); ``cdc-lake
-ui`` prints the URL that carries it. ``python -m cdc_lake.webserver`` serves one workspace file
+ui`` prints the URL that carries it. ``python -m cdc_lake.ops.webserver`` serves one workspace file
 on one loopback port; the daemon and code servers are separate processes with no TCP port.
 """
 
@@ -154,7 +154,7 @@ def serve(workspace: Path, host: str, port: int, token_file: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m cdc_lake.webserver", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m cdc_lake.ops.webserver", description=__doc__)
     parser.add_argument("-w", "--workspace", type=Path, required=True)
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, required=True)

@@ -31,7 +31,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from cdc_lake.instance import TRIGGER_TAG
+from cdc_lake.ops.instance import TRIGGER_TAG
 from cdc_lake.source.captured import TABLES, CapturedTable
 from cdc_lake.spark_apps.params import UpsertReport
 from cdc_lake.stack.settings import StackSettings
@@ -123,7 +123,7 @@ def run_refresh(
     import psycopg2
 
     from cdc_lake.defs.keys import ORDER_ITEMS_KEY, table_keys
-    from cdc_lake.instance import configured_home, dagster_env
+    from cdc_lake.ops.instance import configured_home, dagster_env
     from cdc_lake.resources.local import local_resources
     from cdc_lake.streaming.topics import wait_for_consumer
 
@@ -169,7 +169,7 @@ def _run_job(job: Any, instance: Any, shown: tuple[Any, Any], home: str, t0: flo
     """One refresh job in this process; 0, or 1 when it failed or a check failed with ERROR."""
     import dagster as dg
 
-    from cdc_lake.instance import check_evaluations, materializations
+    from cdc_lake.ops.instance import check_evaluations, materializations
 
     hudi_key, items_key = shown
     started = time.monotonic()

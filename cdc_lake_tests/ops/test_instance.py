@@ -30,10 +30,10 @@ import dagster as dg
 import pytest
 
 from cdc_lake.defs.keys import KEYS
-from cdc_lake.instance import LOCATION, default_home, ui_token_path
+from cdc_lake.ops.instance import LOCATION, default_home, ui_token_path
+from cdc_lake.ops.webserver import cookie_name
 from cdc_lake.stack import LocalStack
 from cdc_lake.stack.settings import local_secret_env, project_root
-from cdc_lake.webserver import cookie_name
 from cdc_lake_tests.second_user import as_user, attacker, descendants
 
 LOCATIONS = "{ workspaceOrError { ... on Workspace { locationEntries { name locationOrLoadError { __typename } } } } }"  # noqa: E501
@@ -320,7 +320,7 @@ def test_configured_home_keeps_a_users_dagster_home_as_it_is(tmp_path, monkeypat
     written; without it, the stack's own instance gets its workspace too."""
     from dagster._core.scheduler.instigation import InstigatorType, TickStatus
 
-    from cdc_lake.instance import INSTANCE_YAML, configured_home
+    from cdc_lake.ops.instance import INSTANCE_YAML, configured_home
     from cdc_lake_tests.conftest import make_settings
 
     settings = make_settings(29_400, state_dir=tmp_path / "state")

@@ -12,13 +12,13 @@
   Children start in the home directory, so a ``.env`` of another stack (the checkout's) is not
   loaded over it.
 - ``DagsterProcess`` starts the daemon, the webserver (behind the stack's UI token,
-  ``cdc_lake/webserver.py``) or a code server (on a Unix socket) detached with that
+  ``cdc_lake/ops/webserver.py``) or a code server (on a Unix socket) detached with that
   environment, its output in ``<state>/logs/<name>.log`` (0600), its pid in ``<state>/run/``,
   and stops it (and its code servers) by that pid. No Dagster process but the webserver has a
   TCP port, and the webserver answers only to the token.
 - ``serve_ui`` (``cdc-lake ui``) runs the daemon and the webserver until Ctrl-C, and prints the
   URL that carries the token.
-- ``refresh_through_sensor`` turns ``raw_cdc_files_sensor`` on with the daemon running, waits
+- ``refresh_through_sensor`` turns a table's raw files sensor on with the daemon running, waits
   for the one ``lake_refresh`` run it requests to end, and turns the sensor off again (its
   default). The ticks, the cursor and the run are the instance's, so the UI shows them.
 """
@@ -171,8 +171,8 @@ def ui_token_path(settings: StackSettings) -> Path:
 
 def webserver(settings: StackSettings, home: Path, port: int) -> DagsterProcess:
     """The Dagster UI on 127.0.0.1:``port`` behind the stack's UI token
-    (``cdc_lake/webserver.py``)."""
-    argv = (sys.executable, "-m", "cdc_lake.webserver", "--host", "127.0.0.1",
+    (``cdc_lake/ops/webserver.py``)."""
+    argv = (sys.executable, "-m", "cdc_lake.ops.webserver", "--host", "127.0.0.1",
             "--port", str(port), "--token-file", str(ui_token_path(settings)))  # fmt: skip
     return DagsterProcess(settings, home, "dagster-webserver", argv)
 
@@ -247,14 +247,13 @@ def sensor_runs(instance: dg.DagsterInstance, sensor: str, since: float) -> list
 
 
 def refresh_through_sensor(
-    settings: StackSettings, instance: dg.DagsterInstance, timeout_s: float = 900.0
+    settings: StackSettings, instance: dg.DagsterInstance, sensor: str, timeout_s: float = 900.0
 ) -> dg.DagsterRun:
-    """Start the daemon, turn the raw files sensor on, wait for the run it requests to end, then
-    turn the sensor off and stop the daemon. Raises when no run ends in time."""
-    from cdc_lake.defs.lake.sensors import raw_cdc_files_sensor
-
+    """Start the daemon, turn the raw files sensor named ``sensor`` on, wait for the run it
+    requests to end, then turn the sensor off and stop the daemon. Raises when no run ends in
+    time."""
     home = Path(instance.root_directory)
-    name = raw_cdc_files_sensor.name
+    name = sensor
     proc = daemon(settings, home)
     since = time.time()
     proc.start()
@@ -314,7 +313,7 @@ def materializations(instance: dg.DagsterInstance, run_id: str) -> dict:
 
 def ui_url(port: int, token: str) -> str:
     """The URL that opens the UI: it carries the UI's token once (the gate makes it a cookie)."""
-    from cdc_lake.webserver import TOKEN_PARAM
+    from cdc_lake.ops.webserver import TOKEN_PARAM
 
     return f"http://127.0.0.1:{port}/?{TOKEN_PARAM}={token}"
 
@@ -325,7 +324,7 @@ def serve_ui(settings: StackSettings, port: int = 3000) -> int:
     or an argument)."""
     import signal
 
-    from cdc_lake.webserver import ensure_token
+    from cdc_lake.ops.webserver import ensure_token
 
     if port_in_use("127.0.0.1", port):
         print(f"[ui] port {port} is in use: pass another with --port", file=sys.stderr)

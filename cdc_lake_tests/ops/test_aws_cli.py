@@ -1,5 +1,5 @@
-"""The ``cdc-lake`` command: ``msk deploy``'s argument handling, its missing-variable messages
-and its dry run (which creates no AWS client)."""
+"""``cdc-lake msk deploy`` (``cdc_lake/ops/aws_cli.py``): its argument handling, its
+missing-variable messages and its dry run (which creates no AWS client)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from cdc_lake.cli import add_msk_cli
+from cdc_lake.ops.aws_cli import add_msk_cli
 from cdc_lake.streaming.msk.plugins import MskPluginDirs
 from cdc_lake_tests.streaming.msk.helpers import (
     BOOTSTRAP,
@@ -98,64 +98,3 @@ def test_cli_dry_run_prints_the_plan_without_calling_aws(dirs: MskPluginDirs, ca
         "s3://plugins/msk-connect/plugins/cdc-lake-debezium-"
     )
     assert "config.providers=secretsmanager" in plan["worker_properties"]
-
-
-@pytest.mark.parametrize(
-    ("argv", "message"),
-    [
-        (["workload", "--changes", "-3"], "--changes must be at least 1"),
-        (["workload", "--changes", "0"], "--changes must be at least 1"),
-        (["workload", "--rate", "-1"], "--rate must be at least 0"),
-        (["workload", "--rate", "nan"], "--rate must be at least 0"),
-        (["workload", "--changes", "many"], "not a number: 'many'"),
-        (["lake", "replay", "--from-offset", "-1"], "--from-offset must be at least 0"),
-        (["ui", "--port", "70000"], "--port must be from 1 to 65535"),
-        (["source", "prepare", "--scale", "0"], "--scale must be from 0.001 to 1000"),
-        (["refresh", "--timeout", "0"], "--timeout must be at least 1"),
-    ],
-)
-def test_cli_rejects_numbers_out_of_range(argv: list[str], message: str, capsys):
-    from cdc_lake.cli import main
-
-    with pytest.raises(SystemExit) as exit_:
-        main(argv)
-    assert exit_.value.code == 2
-    assert message in capsys.readouterr().err
-
-
-def test_resnapshot_refuses_orders_the_outbox_lacks(ingested, local_stack, pg, monkeypatch, capsys):
-    from cdc_lake.cli import main
-
-    settings = local_stack.settings
-    monkeypatch.setenv("CDC_LAKE_PORT_BASE", str(settings.port_base))
-    with pg.cursor() as cur:
-        cur.execute("SELECT min(order_id), count(*) FROM datalake.cdc_events")
-        known, _ = cur.fetchone()
-        cur.execute("SELECT count(*) FROM datalake.debezium_signal")
-        signals = cur.fetchone()[0]
-    pg.commit()
-    rc = main(["--state-dir", str(settings.state_dir), "source", "resnapshot", "--orders",
-               f"{known},99999999"])  # fmt: skip
-    err = capsys.readouterr().err
-    assert rc == 2
-    assert "1 order(s) not in datalake.cdc_events: 99999999" in err and "nothing" in err
-    with pg.cursor() as cur:
-        cur.execute("SELECT count(*) FROM datalake.debezium_signal")
-        assert cur.fetchone()[0] == signals  # no signal inserted
-    pg.commit()
-
-
-def test_status_json_gives_the_variables_dagster_needs(ingested, local_stack, monkeypatch, capsys):
-    from cdc_lake.cli import main
-    from cdc_lake.instance import default_home
-
-    settings = local_stack.settings
-    monkeypatch.setenv("CDC_LAKE_PORT_BASE", str(settings.port_base))
-    monkeypatch.delenv("DAGSTER_HOME", raising=False)
-    assert main(["--state-dir", str(settings.state_dir), "stack", "status", "--json"]) == 0
-    env = json.loads(capsys.readouterr().out)["dagster_env"]
-    assert env["DAGSTER_HOME"] == str(default_home(settings))
-    assert env["CDC_LAKE_STATE_DIR"] == str(settings.state_dir)
-    assert env["CDC_LAKE_PORT_BASE"] == str(settings.port_base)
-    # What the resources' EnvVars read: the stack's credentials.
-    assert env["CDC_LAKE_PG_PASSWORD"] and env["CDC_LAKE_S3_SECRET_KEY"]

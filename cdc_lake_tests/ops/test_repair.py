@@ -9,13 +9,13 @@ import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from cdc_lake.cli import main
-from cdc_lake.defs.lake.assets import cdc_events_hudi
-from cdc_lake.defs.lake.checks import matches_source
-from cdc_lake.lake.hudi import HudiTableConfig
-from cdc_lake.lake.ingest import read_table
-from cdc_lake.repair import replay
+from bench.outbox import cdc_events_hudi, matches_source
+from cdc_lake.lake.hudi import HudiTableConfig, latest_schema
+from cdc_lake.lake.readers import read_table
+from cdc_lake.ops.cli import main
+from cdc_lake.ops.repair import replay
 from cdc_lake.resources.local import local_resources
+from cdc_lake.source.captured import OUTBOX
 from cdc_lake.stack import LocalStack
 from cdc_lake_tests.lake.test_pipeline import catch_up
 
@@ -35,12 +35,16 @@ def _source(pg) -> dict[int, tuple]:
 def _break(spark: SparkSession, table: HudiTableConfig, removed: list[int], stale: int) -> None:
     """Remove some orders, and set one back to an older, different version, behind the
     checkpoint's back."""
+    # The columns the table's newest commit recorded: these commits record them again.
+    schema = latest_schema(spark, table.base_path)
+    assert schema is not None
+    options = table.write_options(schema=schema)
     snapshot = read_table(spark, table.base_path)
     rows = snapshot.where(F.col("order_id").isin([*removed, stale])).drop(
         *[c for c in snapshot.columns if c.startswith("_hoodie")]
     )
     rows.write.format("hudi").options(
-        **{**table.write_options(), "hoodie.datasource.write.operation": "delete"}
+        **{**options, "hoodie.datasource.write.operation": "delete"}
     ).mode("append").save(table.base_path)
     older = (
         rows.where(F.col("order_id") == stale)
@@ -49,17 +53,17 @@ def _break(spark: SparkSession, table: HudiTableConfig, removed: list[int], stal
         .withColumn("cdc_ordering", F.lit("0" * 35))
         .withColumn("_hoodie_is_deleted", F.lit(False))
     )
-    older.write.format("hudi").options(**table.write_options()).mode("append").save(table.base_path)
+    older.write.format("hudi").options(**options).mode("append").save(table.base_path)
 
 
 def test_replay_repairs_a_broken_lake(local_stack: LocalStack, ingested, resources, pg, spark):
     catch_up(resources)
     mine = local_resources(
-        local_stack.settings, lake={"table_prefix": "repair-test/cdc_events"},
+        local_stack.settings, lake={"lake_prefix": "repair-test"},
         flush_interval_ms=1500,
     )  # fmt: skip
     assert dg.materialize([cdc_events_hudi, matches_source], resources=mine).success
-    table = mine["lake"].table_config()
+    table = mine["lake"].table_config(OUTBOX)
     source = _source(pg)
     assert {k: v[:2] for k, v in _lake(spark, table.base_path).items()} == source
 
@@ -75,7 +79,7 @@ def test_replay_repairs_a_broken_lake(local_stack: LocalStack, ingested, resourc
     assert not verdict.passed and verdict.severity == dg.AssetCheckSeverity.ERROR
 
     said: list[str] = []
-    assert replay(local_stack.settings, 0, resources=mine, say=said.append) == 0, said
+    assert replay(local_stack.settings, 0, resources=mine, say=said.append, table=OUTBOX) == 0, said
     assert any("raw objects" in line for line in said)
     assert {k: v[:2] for k, v in _lake(spark, table.base_path).items()} == _source(pg)
 

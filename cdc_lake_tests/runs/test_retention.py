@@ -1,4 +1,4 @@
-"""Pruning the Dagster instance's runs (``cdc_lake/run_retention.py``) on a real SQLite instance:
+"""Pruning the Dagster instance's runs (``cdc_lake/runs/retention.py``) on a real SQLite instance:
 old finished runs go with their event logs; the newest runs, runs in flight, and the runs holding
 an asset's latest materialization or a check's latest evaluation stay."""
 
@@ -15,7 +15,7 @@ from dagster._core.storage.asset_check_execution_record import (
 )
 from dagster._core.storage.event_log import SqliteEventLogStorage
 
-from cdc_lake.run_retention import prunable_runs, prune_runs
+from cdc_lake.runs.retention import prunable_runs, prune_runs
 
 
 @dg.asset

@@ -1,0 +1,1 @@
+"""The Dagster instance's runs: which finished ones it may forget."""
