@@ -18,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from bench.harness import Figure, median, paired
-from bench.synthetic import SyntheticLake, event
+from bench.synthetic import OUTBOX_COLUMNS, SyntheticLake, event
 from cdc_lake.lake.ingest import ingest_new_files
 from cdc_lake.raw.objects import list_objects
 from cdc_lake.source.captured import OUTBOX
@@ -147,7 +147,9 @@ def bench_incremental(
         keys = [syn.key(0, i) for i in range(h)]
         _put_events(client, raw_bucket, keys, order_base=0, say=say)
         syn.next_offset[0] = h
-        res = ingest_new_files(spark, client, syn.source, syn.table(), captured=OUTBOX)
+        res = ingest_new_files(
+            spark, client, syn.source, syn.table(), captured=OUTBOX, declared=OUTBOX_COLUMNS
+        )
         say(f"  history ingested: {len(res.files):,} files in {res.seconds:.1f}s")
         lakes[h] = syn
     times: dict[int, list[float]] = {h: [] for h in histories}
@@ -158,7 +160,9 @@ def bench_incremental(
             keys = [syn.key(0, offset + i) for i in range(n_new)]
             _put_events(client, raw_bucket, keys, order_base=offset, say=None)
             syn.next_offset[0] = offset + n_new
-            res = ingest_new_files(spark, client, syn.source, syn.table(), captured=OUTBOX)
+            res = ingest_new_files(
+                spark, client, syn.source, syn.table(), captured=OUTBOX, declared=OUTBOX_COLUMNS
+            )
             assert len(res.files) == n_new, (h, len(res.files))
             times[h].append(res.seconds)
             say(f"  round {r + 1}/{reps}: {h:,} files of history -> {res.seconds:.2f}s")

@@ -41,6 +41,7 @@ from typing import Any
 from bench.harness import rotation
 from bench.peers import FIELD_PREFIX, session_settings, variant_table
 from bench.scale import TOPIC, put_updates, write_raw
+from bench.synthetic import OUTBOX_COLUMNS
 from cdc_lake.lake.hudi import HudiTableConfig
 
 
@@ -167,7 +168,9 @@ def main(argv: list[str] | None = None) -> int:
         states: dict[str, Any] = {}
         for name, table in tables.items():
             with session_settings(spark, sides[name]):
-                res = ingest_new_files(spark, client, source, table, captured=OUTBOX)
+                res = ingest_new_files(
+                    spark, client, source, table, captured=OUTBOX, declared=OUTBOX_COLUMNS
+                )
                 st = evaluate(spark, table, None, schema=OUTBOX_SCHEMA)
             assert st is not None
             states[name] = st.digest
@@ -182,7 +185,9 @@ def main(argv: list[str] | None = None) -> int:
                 table = tables[name]
                 with session_settings(spark, sides[name]):
                     t0 = time.time()
-                    res = ingest_new_files(spark, client, source, table, captured=OUTBOX)
+                    res = ingest_new_files(
+                        spark, client, source, table, captured=OUTBOX, declared=OUTBOX_COLUMNS
+                    )
                     t1 = time.time()
                     st = evaluate(spark, table, states[name], schema=OUTBOX_SCHEMA)
                     t2 = time.time()

@@ -63,6 +63,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.harness import Figure, materialize
+from bench.synthetic import OUTBOX_COLUMNS
 
 SINK_CLASS = "org.apache.iceberg.connect.IcebergSinkConnector"
 PLUGIN = "plugins/iceberg"  # the classpath directory under the jars directory
@@ -331,7 +332,9 @@ def worker(cfg: dict[str, Any]) -> dict[str, Any]:
         hudi_seen: dict[tuple[int, int], float] = {}  # (order_id, lsn) -> refresh end
 
         def refresh() -> int:
-            res = ingest_new_files(spark, s3, source, table, captured=OUTBOX)
+            res = ingest_new_files(
+                spark, s3, source, table, captured=OUTBOX, declared=OUTBOX_COLUMNS
+            )
             done = time.time()
             for f in res.files:  # what the refresh read: the objects as they are now
                 body = s3.get_object(Bucket=s.raw_bucket, Key=f.key)["Body"].read().decode()

@@ -23,7 +23,7 @@ from pathlib import Path
 from statistics import median
 from typing import Any
 
-from bench.synthetic import SyntheticLake, event
+from bench.synthetic import OUTBOX_COLUMNS, SyntheticLake, event
 from cdc_lake.source.captured import OUTBOX, UNAVAILABLE_VALUE
 
 BIG = '{"notes": "%s"}'
@@ -45,7 +45,9 @@ def fill_cost(
         for start in range(0, history, per_file):
             ids = range(start + 1, min(start + per_file, history) + 1)
             lake.put([event(i, 100, i, op="c", customer=big) for i in ids])
-        ingest_new_files(spark, lake.client, lake.source, lake.table(), captured=OUTBOX)
+        ingest_new_files(
+            spark, lake.client, lake.source, lake.table(), captured=OUTBOX, declared=OUTBOX_COLUMNS
+        )
     say(f"fill: {history:,} orders in each table")
     times: dict[str, list[float]] = {name: [] for name in sides}
     filled: dict[str, int] = {}
@@ -58,7 +60,14 @@ def fill_cost(
             ids = [1 + (r * changes + k * 7) % history for k in range(changes)]
             lake.put([event(i, ts, history + r * changes + k, customer=value,
                             shipped_date=10_000 + r) for k, i in enumerate(ids)])  # fmt: skip
-            res = ingest_new_files(spark, lake.client, lake.source, lake.table(), captured=OUTBOX)
+            res = ingest_new_files(
+                spark,
+                lake.client,
+                lake.source,
+                lake.table(),
+                captured=OUTBOX,
+                declared=OUTBOX_COLUMNS,
+            )
             times[name].append(res.seconds)
             filled[name] = res.unavailable_lines
             say(f"  round {r + 1} {name}: {res.seconds:.2f}s ({res.unavailable_lines} filled)")

@@ -17,6 +17,7 @@ from typing import Any
 
 from bench.harness import Figure, median
 from bench.scale import TOPIC, put_updates, write_raw
+from bench.synthetic import OUTBOX_COLUMNS
 from cdc_lake.lake.hudi import HudiTableConfig
 from cdc_lake.lake.ingest import ingest_new_files
 from cdc_lake.lake.raw_lines import RawSource
@@ -52,7 +53,12 @@ def bench_index(
         }
         for name, table in tables.items():
             res = ingest_new_files(
-                spark, client, RawSource(raw_bucket, prefix, TOPIC), table, captured=OUTBOX
+                spark,
+                client,
+                RawSource(raw_bucket, prefix, TOPIC),
+                table,
+                captured=OUTBOX,
+                declared=OUTBOX_COLUMNS,
             )
             say(f"  {name}: history ingested in {res.seconds:.1f}s")
         setups[h] = (prefix, offsets, tables)
@@ -63,7 +69,12 @@ def bench_index(
                         stride=1_000_000)  # fmt: skip
             for name, table in tables.items():
                 res = ingest_new_files(
-                    spark, client, RawSource(raw_bucket, prefix, TOPIC), table, captured=OUTBOX
+                    spark,
+                    client,
+                    RawSource(raw_bucket, prefix, TOPIC),
+                    table,
+                    captured=OUTBOX,
+                    declared=OUTBOX_COLUMNS,
                 )
                 assert len(res.files) == n_new, (h, name, len(res.files))
                 times[(h, name)].append(res.seconds)

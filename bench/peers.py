@@ -47,7 +47,7 @@ from bench import peers_large as PL
 from bench.harness import Figure, median, rotation
 from bench.peers_large import LargeTable
 from bench.scale import EVENTS_PER_FILE, PARTITIONS, TOPIC, events_for, write_raw
-from bench.synthetic import OUTBOX_SCHEMA
+from bench.synthetic import OUTBOX_COLUMNS, OUTBOX_SCHEMA
 from cdc_lake.lake.hudi import HudiTableConfig
 from cdc_lake.lake.transforms import lake_columns
 from cdc_lake.source.captured import OUTBOX
@@ -280,7 +280,13 @@ def worker(cfg: dict[str, Any]) -> dict[str, Any]:
                 table = variant_table(self.target(), extra)
                 with session_settings(spark, extra):
                     ingest_new_files(
-                        spark, client, source, table, max_files=len(objects), captured=OUTBOX
+                        spark,
+                        client,
+                        source,
+                        table,
+                        max_files=len(objects),
+                        captured=OUTBOX,
+                        declared=OUTBOX_COLUMNS,
                     )
                 return
             latest = batch_latest(objects)

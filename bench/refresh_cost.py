@@ -30,7 +30,8 @@ from bench.harness import Figure, materialize, median, paired
 from bench.outbox import HUDI_KEY
 from bench.refresh_lake import ASSETS, new_commit, synthetic_lake
 from bench.synthetic import event
-from cdc_lake.lake.hudi import HudiTableConfig, completed_commits
+from cdc_lake.lake.hudi import HudiTableConfig
+from cdc_lake.lake.hudi_timeline import completed_commits
 from cdc_lake.source.captured import OUTBOX
 from cdc_lake.stack import LocalStack
 from cdc_lake.stack.settings import local_secret_env

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.harness import Figure, median
+from bench.synthetic import OUTBOX_COLUMNS
 
 EVENTS_PER_FILE = 5_000
 PARTITIONS = 2
@@ -193,7 +194,9 @@ def worker(cfg: dict[str, Any]) -> dict[str, Any]:
             extra_options=cfg.get("variant_options", {}) if variant else {},
         )
         t0 = time.perf_counter()
-        res = ingest_new_files(spark, client, source, table, captured=OUTBOX)
+        res = ingest_new_files(
+            spark, client, source, table, captured=OUTBOX, declared=OUTBOX_COLUMNS
+        )
         out["a2" if variant else "a"].append(time.perf_counter() - t0)
         out["events"] = res.events_read
         rows["hudi-variant" if variant else "hudi"] = read_table(spark, table.base_path).count()
@@ -212,7 +215,9 @@ def worker(cfg: dict[str, Any]) -> dict[str, Any]:
 
     # Warm-up (JVM, Hudi's classes, the S3 client) on one file, so that neither side pays it.
     warm = HudiTableConfig(base_path=f"{base}/warm-up", parallelism=cfg["parallelism"])
-    ingest_new_files(spark, client, source, warm, max_files=1, captured=OUTBOX)
+    ingest_new_files(
+        spark, client, source, warm, max_files=1, captured=OUTBOX, declared=OUTBOX_COLUMNS
+    )
     for rep in range(cfg["reps"]):
         run_a(rep)
         if out["peak_mib_after_first_a"] is None:

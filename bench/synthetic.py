@@ -10,7 +10,7 @@ from typing import Any
 
 from cdc_lake.lake.hudi import HudiTableConfig
 from cdc_lake.lake.raw_lines import RawSource
-from cdc_lake.lake.tables import declared_schema
+from cdc_lake.lake.tables import declared_columns, declared_schema
 from cdc_lake.source.captured import OUTBOX
 
 # A value of each kind of column, as Debezium writes it, for columns an event is not given.
@@ -26,6 +26,9 @@ TOPIC = "cdc.datalake.cdc_events"
 # The outbox's lake schema as sql/ declares it: the schema that the lake's functions take, for
 # the tests and benchmarks of the outbox's table (a lake run reads it from the source instead).
 OUTBOX_SCHEMA = declared_schema(OUTBOX)
+# The outbox's columns as sql/ declares them: what Dagster sends the upsert app as the table's
+# columns before its first commit (UpsertParams.declared_columns), for callers without Dagster.
+OUTBOX_COLUMNS = tuple(declared_columns(OUTBOX))
 
 
 def event(

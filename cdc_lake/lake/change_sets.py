@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING
 from pyspark.sql import functions as F
 
 from cdc_lake.lake.changes import first_and_last, image_rows, image_schema, read_changes
-from cdc_lake.lake.hudi import (
+from cdc_lake.lake.hudi_timeline import (
     CommitInfo,
     change_feed_gap,
     completed_commits,

@@ -37,8 +37,9 @@ Table types (Hudi 1.1, verified by ``cdc_lake_tests/lake/test_changes.py`` and
     the records changed: changes spread over a table read all of it, as a rescan would. So
     the checks and the order items follow the feed on COPY_ON_WRITE only.
 
-A table written without the change feed has no CDC logs (``cdc_lake.lake.hudi.has_change_feed``
-tells): where a commit has no change set either, callers read the whole snapshot.
+A table written without the change feed has no CDC logs
+(``cdc_lake.lake.hudi_timeline.has_change_feed`` tells): where a commit has no change set either,
+callers read the whole snapshot.
 """
 
 from __future__ import annotations

@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from cdc_lake.lake.change_sets import write_change_set
-from cdc_lake.lake.hudi import CommitInfo, HudiTableConfig, latest_commit, table_exists
+from cdc_lake.lake.hudi import HudiTableConfig
+from cdc_lake.lake.hudi_timeline import CommitInfo, latest_commit, table_exists
 from cdc_lake.lake.schema import LakeSchema
 from cdc_lake.raw.objects import RawObject
 

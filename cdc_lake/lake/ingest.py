@@ -70,12 +70,8 @@ from cdc_lake.lake import transforms as T
 from cdc_lake.lake import unavailable as U
 from cdc_lake.lake.backfill import commit_backfill, stored_with_missing_values
 from cdc_lake.lake.commit import IngestResult, write_commit
-from cdc_lake.lake.hudi import (
-    HudiTableConfig,
-    latest_checkpoint,
-    recorded_partition_field,
-    table_exists,
-)
+from cdc_lake.lake.hudi import HudiTableConfig
+from cdc_lake.lake.hudi_timeline import latest_checkpoint, recorded_partition_field, table_exists
 from cdc_lake.lake.raw_lines import (
     DEFAULT_MAX_LINE_MB,
     RawSource,

@@ -7,17 +7,18 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from cdc_lake.lake import transforms as T
-from cdc_lake.lake.hudi import HudiTableConfig, data_column_types, latest_schema, table_exists
+from cdc_lake.lake.hudi import HudiTableConfig
+from cdc_lake.lake.hudi_timeline import data_column_types, latest_schema, table_exists
 from cdc_lake.lake.schema import (
     LakeColumn,
     LakeSchema,
+    SchemaChangeError,
     SourceColumn,
     evolve,
     from_lake_types,
     not_in_table,
     to_backfill,
 )
-from cdc_lake.lake.tables import declared_columns
 from cdc_lake.source.captured import CapturedTable
 
 if TYPE_CHECKING:
@@ -38,18 +39,22 @@ def lake_schema(
     rows get in this commit (``schema.to_backfill``), and the columns the table does not have
     yet (``schema.not_in_table``). ``source_columns``: as the source's catalog
     lists them; None when it could not be read: then the columns the newest commit recorded,
-    or for a table without any, the ones ``sql/`` declares (``declared``: as the caller read
-    them, for a Spark app that has no ``sql/``, as on EMR)."""
+    or for a table without any, ``declared``: the ones ``sql/`` declares, as Dagster read them
+    (``UpsertParams.declared_columns``). The app itself never reads ``sql/`` (EMR has none)."""
     exists = table_exists(spark, table.base_path)
     recorded = latest_schema(spark, table.base_path) if exists else None
     if source_columns is None:
         source_columns = (
             [SourceColumn(c.name, str(c.source_type), True, c.position) for c in recorded.live]
             if recorded is not None
-            else list(declared)
-            if declared is not None
-            else declared_columns(captured)
+            else list(declared or ())
         )
+        if not source_columns:
+            raise SchemaChangeError(
+                f"{captured.source}: its columns are unknown: the source's catalog could not be "
+                "read, the lake table has no commit yet, and the declaration names no ddl_file. "
+                "Nothing was committed. Fix: make the source reachable, then refresh again."
+            )
     lake_only = (*T.CDC_COLUMNS, *captured.lake_partition)
     lake_types = data_column_types(spark, table.base_path, lake_only) if exists else None
     schema = evolve(captured.source, captured.key, list(source_columns), lake_types, recorded)

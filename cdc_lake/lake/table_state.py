@@ -62,7 +62,8 @@ from cdc_lake.lake.digest import (
     spark_digests,
     spark_row_hash,
 )
-from cdc_lake.lake.hudi import CommitInfo, HudiTableConfig, commits_since, completed_commits
+from cdc_lake.lake.hudi import HudiTableConfig
+from cdc_lake.lake.hudi_timeline import CommitInfo, commits_since, completed_commits
 from cdc_lake.lake.ordering import key_value, live_rows
 from cdc_lake.lake.readers import read_table
 

@@ -3,8 +3,10 @@ declares them.
 
 The declarations themselves (source, key, partitioning) are in ``cdc_lake/source/captured.py``.
 At each refresh the columns are read from PostgreSQL's catalog instead
-(``cdc_lake/lake/schema/source.py``); these are for code without a database: tests, benchmarks, and
-the lake's fallback before its first commit.
+(``cdc_lake/lake/schema/source.py``). These are read on the Dagster side only, and travel in the
+upsert app's parameters (``UpsertParams.declared_columns``) for a first commit whose source
+cannot be read; the Spark apps never read ``sql/`` (EMR has none). Tests and benchmarks use them
+as the outbox's columns.
 """
 
 from __future__ import annotations
@@ -17,8 +19,9 @@ from cdc_lake.source.captured import CapturedTable
 
 
 def declared_columns(table: CapturedTable) -> list[SourceColumn]:
-    """The columns of ``table`` as ``sql/`` creates them."""
-    return list(_declared(table.source, table.ddl_file))
+    """The columns of ``table`` as ``sql/`` creates them; none for a table whose declaration
+    names no ``ddl_file`` (its columns come from the source's catalog alone)."""
+    return list(_declared(table.source, table.ddl_file)) if table.ddl_file else []
 
 
 def declared_schema(table: CapturedTable) -> LakeSchema:
@@ -27,6 +30,4 @@ def declared_schema(table: CapturedTable) -> LakeSchema:
 
 @cache
 def _declared(source: str, ddl_file: str) -> tuple[SourceColumn, ...]:
-    # Not on EMR (no sql/ there): the Spark apps get the columns in their parameters or from
-    # the lake's commits.
     return tuple(columns_from_ddl((sql_dir() / ddl_file).read_text(), source))

@@ -5,8 +5,8 @@ the object ``<requested time>_<completion time>.<action>``; requested and inflig
 other names, and archived ones live under ``history/``. One delimiter listing of that folder
 therefore tells which commit is the table's newest, which is all a run needs to know that the
 table has not changed since a commit it already reported. The actions are those of the commits
-timeline that ``cdc_lake.lake.hudi.latest_commit`` reads (commit, deltacommit, replacecommit),
-so both name the same instant.
+timeline that ``cdc_lake.lake.hudi_timeline.latest_commit`` reads (commit, deltacommit,
+replacecommit), so both name the same instant.
 
 A table that is missing, or laid out differently, gives None: callers then take the Spark path,
 which reads the timeline through Hudi itself.

@@ -44,7 +44,7 @@ def run_demo(settings: StackSettings, changes: int = 25) -> int:
     from cdc_lake.definitions import defs as load_defs
     from cdc_lake.defs.keys import table_keys
     from cdc_lake.defs.pipeline import cdc_pipeline_job
-    from cdc_lake.lake.hudi import completed_commits
+    from cdc_lake.lake.hudi_timeline import completed_commits
     from cdc_lake.marts.items_table import ItemsTableConfig
     from cdc_lake.ops.instance import (
         TRIGGER_TAG,

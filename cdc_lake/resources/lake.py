@@ -119,7 +119,7 @@ class LakeResource(dg.ConfigurableResource):
             raw_prefix=cdc.raw_prefix,
             topic=cdc.topic_of(table),
             table=self.table_config(table),
-            declared_columns=tuple(declared_columns(table)),
+            declared_columns=tuple(declared_columns(table)) or None,
             source_columns=None if source_columns is None else tuple(source_columns),
             previous_state=previous_state,
             full_scan=full_scan,

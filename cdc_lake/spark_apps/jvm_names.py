@@ -32,7 +32,8 @@ TOP_LEVEL = {
     "PythonUtils": "org.apache.spark.api.python.PythonUtils",
     "SparkSession": "org.apache.spark.sql.SparkSession",
 }
-# Full names resolved component by component (PySpark's, then the lake's: cdc_lake/lake/hudi.py).
+# Full names resolved component by component (PySpark's, then the lake's:
+# cdc_lake/lake/hudi_timeline.py).
 DOTTED = (
     "py4j.reflection.TypeUtil",
     "org.apache.spark.util.Utils",

@@ -42,8 +42,13 @@ from typing import TYPE_CHECKING, Any
 from pyspark.sql import functions as F
 
 from cdc_lake.lake.change_sets import changes_between
-from cdc_lake.lake.hudi import CommitInfo, commits_between, completed_commits, latest_commit
-from cdc_lake.lake.hudi import table_exists as hudi_table_exists
+from cdc_lake.lake.hudi_timeline import (
+    CommitInfo,
+    commits_between,
+    completed_commits,
+    latest_commit,
+)
+from cdc_lake.lake.hudi_timeline import table_exists as hudi_table_exists
 from cdc_lake.lake.ordering import live_rows
 from cdc_lake.lake.readers import read_as_of
 from cdc_lake.lake.table_schema import table_schema

@@ -178,6 +178,38 @@ class UpsertReport:
     LAKE_SCHEMA: Final = "lake_schema"  # the lake's columns and their version
     LAYOUT_NOTE: Final = "layout_note"  # the table's layout is not the setting's: why
 
+    # What one run read and did, each with its metadata type and its value for a run that had
+    # nothing new: a run that starts no Spark reports these (``cdc_lake/defs/unchanged.py``),
+    # never the last commit's, which it carries forward with the rest.
+    PER_RUN: Final[dict[str, tuple[str, Any]]] = {
+        "files_read": ("int", 0),
+        "bytes_read": ("int", 0),
+        "events_read": ("int", 0),
+        "events_upserted": ("int", 0),
+        "quarantined_lines": ("int", 0),
+        "lines_already_ingested": ("int", 0),
+        "offset_gaps": ("int", 0),
+        "orders_absent_from_snapshot": ("int", 0),
+        "rows_truncated": ("int", 0),
+        "rows_reconciled": ("int", 0),
+        "unavailable_lines_filled": ("int", 0),
+        "backfilled_rows": ("int", 0),
+        "backfilled_columns": ("json", []),
+        "change_set": ("text", "no new commit"),
+    }
+
+    @classmethod
+    def per_run(cls, **values: Any) -> dict[str, dict[str, Any]]:
+        """What a run read and did, as wire metadata; every name must be one of ``PER_RUN``,
+        and a name not given is its nothing-new value."""
+        unknown = sorted(set(values) - set(cls.PER_RUN))
+        if unknown:
+            raise KeyError(f"not a per-run figure of the upsert app: {', '.join(unknown)}")
+        return {
+            name: {"raw_value": values.get(name, zero), "type": kind}
+            for name, (kind, zero) in cls.PER_RUN.items()
+        }
+
 
 class DiffReport:
     """The diff app's metadata key."""

@@ -23,7 +23,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from cdc_lake.lake.digest import empty_digest
-from cdc_lake.lake.hudi import latest_commit, table_exists
+from cdc_lake.lake.hudi_timeline import latest_commit, table_exists
 from cdc_lake.lake.ingest import ingest_new_files
 from cdc_lake.lake.ordering import DeleteMode
 from cdc_lake.lake.raw_lines import RawSource
@@ -68,27 +68,29 @@ def run_upsert(spark: SparkSession, s3_client: Any, params: UpsertParams) -> App
         "records_inserted": meta(commit.inserts if commit else 0, "int"),
         "records_updated": meta(commit.updates if commit else 0, "int"),
         "records_deleted": meta(commit.deletes if commit else 0, "int"),
-        "files_read": meta(len(result.files), "int"),
-        "bytes_read": meta(result.bytes_read, "int"),
-        "events_read": meta(result.events_read, "int"),
-        "events_upserted": meta(result.events_upserted, "int"),
-        "quarantined_lines": meta(result.quarantined, "int"),
-        "lines_already_ingested": meta(result.lines_skipped, "int"),
-        "offset_gaps": meta(result.offset_gaps, "int"),
-        # A completed snapshot in the batch deletes the live orders it no longer held.
-        "orders_absent_from_snapshot": meta(result.absent_from_snapshot, "int"),
-        # A TRUNCATE in the batch deletes every live row older than it.
-        "rows_truncated": meta(result.truncated_rows, "int"),
-        # Reconcile (cdc-lake lake reconcile): live rows whose key the source no longer held.
-        "rows_reconciled": meta(result.reconciled_rows, "int"),
-        # Lines holding Debezium's placeholder for an unchanged TOASTed value: filled in from
-        # the key's previous value (cdc_lake/lake/unavailable.py).
-        "unavailable_lines_filled": meta(result.unavailable_lines, "int"),
-        # A column added with a default: the stored rows it was given to (once, when added).
-        "backfilled_rows": meta(result.backfilled, "int"),
-        "backfilled_columns": meta(list(result.backfilled_columns), "json"),
-        # The commit's change set (cdc_lake/lake/change_sets.py): rows, or why it has none.
-        "change_set": meta(result.change_set_text(), "text"),
+        **UpsertReport.per_run(
+            files_read=len(result.files),
+            bytes_read=result.bytes_read,
+            events_read=result.events_read,
+            events_upserted=result.events_upserted,
+            quarantined_lines=result.quarantined,
+            lines_already_ingested=result.lines_skipped,
+            offset_gaps=result.offset_gaps,
+            # A completed snapshot in the batch deletes the live rows it no longer held.
+            orders_absent_from_snapshot=result.absent_from_snapshot,
+            # A TRUNCATE in the batch deletes every live row older than it.
+            rows_truncated=result.truncated_rows,
+            # Reconcile (cdc-lake lake reconcile): live rows whose key the source no longer held.
+            rows_reconciled=result.reconciled_rows,
+            # Lines holding Debezium's placeholder for an unchanged TOASTed value: filled in
+            # from the key's previous value (cdc_lake/lake/unavailable.py).
+            unavailable_lines_filled=result.unavailable_lines,
+            # A column added with a default: the stored rows it was given to (once, when added).
+            backfilled_rows=result.backfilled,
+            backfilled_columns=list(result.backfilled_columns),
+            # The commit's change set (cdc_lake/lake/change_sets.py): rows, or why it has none.
+            change_set=result.change_set_text(),
+        ),
         "ignored_raw_keys": meta(len(result.ignored_keys), "int"),
         "ignored_raw_keys_sample": meta(result.ignored_keys[:10], "json"),
         "table_path": meta(table.base_path, "path"),

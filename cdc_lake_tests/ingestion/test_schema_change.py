@@ -35,7 +35,7 @@ from pyspark.sql import functions as F
 
 from bench.outbox import HUDI_OP, cdc_events_hudi, matches_source, schema_matches_source
 from cdc_lake import sql_dir
-from cdc_lake.lake.hudi import completed_commits
+from cdc_lake.lake.hudi_timeline import completed_commits
 from cdc_lake.lake.readers import read_table
 from cdc_lake.source.captured import OUTBOX
 from cdc_lake.stack import LocalStack

@@ -10,10 +10,10 @@ import dataclasses
 
 import pytest
 
-from bench.synthetic import OUTBOX_SCHEMA, SyntheticLake, event
+from bench.synthetic import OUTBOX_COLUMNS, OUTBOX_SCHEMA, SyntheticLake, event
 from cdc_lake.lake.change_sets import Span, changes_between
 from cdc_lake.lake.changes import read_changes
-from cdc_lake.lake.hudi import completed_commits
+from cdc_lake.lake.hudi_timeline import completed_commits
 from cdc_lake.lake.ingest import ingest_new_files
 from cdc_lake.lake.ordering import live_rows
 from cdc_lake.lake.readers import read_table
@@ -41,7 +41,9 @@ def test_each_changed_order_is_given_as_the_table_holds_it(
         change_sets=not feed,
     )
     lake.put([event(i, 1000, i) for i in range(10)])
-    ingest_new_files(spark, lake.client, lake.source, table, captured=OUTBOX)
+    ingest_new_files(
+        spark, lake.client, lake.source, table, captured=OUTBOX, declared=OUTBOX_COLUMNS
+    )
     lake.put([
         event(1, 2000, 100, customer_id="QUICK"),  # a newer update
         event(2, 500, 50, op="d", deleted=True),  # an older delete: loses
@@ -49,7 +51,9 @@ def test_each_changed_order_is_given_as_the_table_holds_it(
         event(4, 2000, 101, op="d", deleted=True),  # a newer delete
         event(5, 2000, 102, order_date=12000, customer_id="BONAP"),  # moves to 2002
     ])  # fmt: skip
-    ingest_new_files(spark, lake.client, lake.source, table, captured=OUTBOX)
+    ingest_new_files(
+        spark, lake.client, lake.source, table, captured=OUTBOX, declared=OUTBOX_COLUMNS
+    )
     first, second = list(completed_commits(spark, table.base_path))
     if table_type == "MERGE_ON_READ":
         assert second.action == "deltacommit"  # the changes are in log files, inferred from

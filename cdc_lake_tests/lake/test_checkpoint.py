@@ -10,7 +10,7 @@ import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from bench.synthetic import OUTBOX_SCHEMA, SyntheticLake, event
+from bench.synthetic import OUTBOX_COLUMNS, OUTBOX_SCHEMA, SyntheticLake, event
 from cdc_lake.lake import transforms as T
 from cdc_lake.lake.checkpoint import (
     Checkpoint,
@@ -20,7 +20,7 @@ from cdc_lake.lake.checkpoint import (
     plan,
 )
 from cdc_lake.lake.commit import IngestResult
-from cdc_lake.lake.hudi import completed_commits, latest_checkpoint
+from cdc_lake.lake.hudi_timeline import completed_commits, latest_checkpoint
 from cdc_lake.lake.ingest import ingest_new_files
 from cdc_lake.lake.ordering import latest_per_key
 from cdc_lake.lake.readers import read_table
@@ -29,7 +29,8 @@ from cdc_lake.source.captured import OUTBOX
 
 
 def _ingest(spark: SparkSession, lake: SyntheticLake, **kw) -> IngestResult:
-    return ingest_new_files(spark, lake.client, lake.source, lake.table(), captured=OUTBOX, **kw)
+    return ingest_new_files(spark, lake.client, lake.source, lake.table(), captured=OUTBOX,
+        declared=kw.pop("declared", OUTBOX_COLUMNS), **kw)
 
 
 def _shipped(spark: SparkSession, lake: SyntheticLake) -> dict[int, int | None]:

@@ -25,7 +25,7 @@ from cdc_lake.lake.digest import (
     source_digest,
     spark_digest,
 )
-from cdc_lake.lake.hudi import latest_schema
+from cdc_lake.lake.hudi_timeline import latest_schema
 from cdc_lake.lake.readers import read_table
 from cdc_lake.lake.transforms import lake_columns
 from cdc_lake.resources.local import local_resources

@@ -8,8 +8,8 @@ import datetime as dt
 import pytest
 from pyspark.sql import SparkSession
 
-from bench.synthetic import OUTBOX_SCHEMA, SyntheticLake, event
-from cdc_lake.lake.hudi import completed_commits, recorded_partition_field
+from bench.synthetic import OUTBOX_COLUMNS, OUTBOX_SCHEMA, SyntheticLake, event
+from cdc_lake.lake.hudi_timeline import completed_commits, recorded_partition_field
 from cdc_lake.lake.ingest import MalformedRawFileError, ingest_new_files
 from cdc_lake.lake.readers import read_as_of, read_incremental, read_table
 from cdc_lake.source.captured import OUTBOX
@@ -39,7 +39,8 @@ def _rows(spark: SparkSession, path: str) -> dict[int, tuple]:
 
 def _ingest(spark, lake: SyntheticLake, **kw):
     table = kw.pop("table", None) or lake.table()
-    return ingest_new_files(spark, lake.client, lake.source, table, captured=OUTBOX, **kw)
+    return ingest_new_files(spark, lake.client, lake.source, table, captured=OUTBOX,
+        declared=kw.pop("declared", OUTBOX_COLUMNS), **kw)
 
 
 def test_latest_wins_in_a_batch_and_across_batches(spark, lake: SyntheticLake):

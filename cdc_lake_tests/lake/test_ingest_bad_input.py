@@ -10,10 +10,10 @@ from dataclasses import replace
 import pytest
 from pyspark.sql import SparkSession
 
-from bench.synthetic import TOPIC, SyntheticLake, event
+from bench.synthetic import OUTBOX_COLUMNS, TOPIC, SyntheticLake, event
 from cdc_lake.lake.checkpoint import pending
 from cdc_lake.lake.commit import IngestResult
-from cdc_lake.lake.hudi import table_exists
+from cdc_lake.lake.hudi_timeline import table_exists
 from cdc_lake.lake.ingest import MalformedRawFileError, ingest_new_files
 from cdc_lake.lake.raw_lines import MB, RawSource
 from cdc_lake.lake.readers import read_table
@@ -24,7 +24,15 @@ from cdc_lake.spark_apps.upsert import run_upsert
 
 
 def _ingest(spark: SparkSession, lake: SyntheticLake, **kw) -> IngestResult:
-    return ingest_new_files(spark, lake.client, lake.source, lake.table(), captured=OUTBOX, **kw)
+    return ingest_new_files(
+        spark,
+        lake.client,
+        lake.source,
+        lake.table(),
+        captured=OUTBOX,
+        declared=kw.pop("declared", OUTBOX_COLUMNS),
+        **kw,
+    )
 
 
 def _line(e: dict, offset: int) -> bytes:
@@ -115,7 +123,9 @@ def test_a_missing_raw_bucket_is_named_with_its_setting_in_the_refresh(spark, la
     gone = RawSource("no-such-raw-bucket", lake.raw_prefix, TOPIC)
     expected = r"raw bucket 'no-such-raw-bucket' is missing .*NoSuchBucket.* raw_bucket setting"
     with pytest.raises(MissingBucketError, match=expected):
-        ingest_new_files(spark, lake.client, gone, lake.table(), captured=OUTBOX)
+        ingest_new_files(
+            spark, lake.client, gone, lake.table(), captured=OUTBOX, declared=OUTBOX_COLUMNS
+        )
     # The lake asset's own listing (no Spark) and its sensor go through the same lister.
     with pytest.raises(MissingBucketError, match=expected):
         pending(lake.client, gone.bucket, gone.layout, None)

@@ -13,9 +13,9 @@ import pytest
 from pyspark.sql import SparkSession
 
 from bench.outbox import cdc_events_hudi
-from bench.synthetic import OUTBOX_SCHEMA, SyntheticLake, event
+from bench.synthetic import OUTBOX_COLUMNS, OUTBOX_SCHEMA, SyntheticLake, event
 from cdc_lake.lake.digest import spark_digest
-from cdc_lake.lake.hudi import completed_commits, latest_schema
+from cdc_lake.lake.hudi_timeline import completed_commits, latest_schema
 from cdc_lake.lake.ingest import ingest_new_files
 from cdc_lake.lake.ordering import live_rows
 from cdc_lake.lake.readers import read_as_of, read_table
@@ -33,7 +33,9 @@ ADDED = SourceColumn("sales_channel", "text")
 def test_a_batch_mixing_old_and_new_schema_lands_whole(spark: SparkSession, lake: SyntheticLake):
     table = lake.table()
     lake.put([event(1, 100, 1), event(2, 100, 2)])
-    ingest_new_files(spark, lake.client, lake.source, table, captured=OUTBOX)
+    ingest_new_files(
+        spark, lake.client, lake.source, table, captured=OUTBOX, declared=OUTBOX_COLUMNS
+    )
     previous = evaluate(spark, table, None, schema=OUTBOX_SCHEMA)
     assert previous is not None
     # One batch: an event without the column (written before the ALTER), then events with it.
@@ -81,7 +83,9 @@ def test_a_column_added_with_a_default_reaches_every_row_stored_before(
     soft-deleted row is stored, not live: it is left as it was deleted)."""
     table = dataclasses.replace(lake.table(), table_type=table_type, delete_mode=delete_mode)
     lake.put([event(1, 100, 1), event(2, 100, 2), event(3, 100, 3)])
-    ingest_new_files(spark, lake.client, lake.source, table, captured=OUTBOX)
+    ingest_new_files(
+        spark, lake.client, lake.source, table, captured=OUTBOX, declared=OUTBOX_COLUMNS
+    )
     previous = evaluate(spark, table, None, schema=OUTBOX_SCHEMA)
     assert previous is not None
     # One batch: a line from before the ALTER (no field), a value, an explicit null.
@@ -216,11 +220,15 @@ def previous_ordering(spark: SparkSession, table, order_id: int) -> int:
 def test_a_field_nobody_knows_stops_naming_it(spark: SparkSession, lake: SyntheticLake):
     table = lake.table()
     lake.put([event(1, 100, 1)])
-    ingest_new_files(spark, lake.client, lake.source, table, captured=OUTBOX)
+    ingest_new_files(
+        spark, lake.client, lake.source, table, captured=OUTBOX, declared=OUTBOX_COLUMNS
+    )
     commits = list(completed_commits(spark, table.base_path))
     key = lake.put([event(2, 200, 2), event(3, 200, 3, surprise=1)])
     with pytest.raises(SchemaChangeError) as err:
-        ingest_new_files(spark, lake.client, lake.source, table, captured=OUTBOX)
+        ingest_new_files(
+            spark, lake.client, lake.source, table, captured=OUTBOX, declared=OUTBOX_COLUMNS
+        )
     text = str(err.value)
     assert "surprise" in text and f"{key} line 2" in text and "Nothing was committed" in text
     assert list(completed_commits(spark, table.base_path)) == commits
@@ -229,7 +237,9 @@ def test_a_field_nobody_knows_stops_naming_it(spark: SparkSession, lake: Synthet
 def test_an_incompatible_change_commits_nothing(spark: SparkSession, lake: SyntheticLake):
     table = lake.table()
     lake.put([event(1, 100, 1)])
-    ingest_new_files(spark, lake.client, lake.source, table, captured=OUTBOX)
+    ingest_new_files(
+        spark, lake.client, lake.source, table, captured=OUTBOX, declared=OUTBOX_COLUMNS
+    )
     commits = list(completed_commits(spark, table.base_path))
     lake.put([event(1, 200, 2, customer_id="7")])
     narrowed = [

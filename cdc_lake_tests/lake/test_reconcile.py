@@ -8,9 +8,9 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from bench.synthetic import SyntheticLake, event
+from bench.synthetic import OUTBOX_COLUMNS, SyntheticLake, event
 from cdc_lake.lake.commit import IngestResult
-from cdc_lake.lake.hudi import completed_commits
+from cdc_lake.lake.hudi_timeline import completed_commits
 from cdc_lake.lake.ingest import ingest_new_files
 from cdc_lake.lake.readers import read_table
 from cdc_lake.lake.reconcile import SourceKeys
@@ -18,7 +18,8 @@ from cdc_lake.source.captured import OUTBOX
 
 
 def _ingest(spark: SparkSession, lake: SyntheticLake, **kw: Any) -> IngestResult:
-    return ingest_new_files(spark, lake.client, lake.source, lake.table(), captured=OUTBOX, **kw)
+    return ingest_new_files(spark, lake.client, lake.source, lake.table(), captured=OUTBOX,
+        declared=kw.pop("declared", OUTBOX_COLUMNS), **kw)
 
 
 def _live(spark: SparkSession, lake: SyntheticLake) -> set[int]:

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 
-from bench.synthetic import OUTBOX_SCHEMA, SyntheticLake, event
+from bench.synthetic import OUTBOX_COLUMNS, OUTBOX_SCHEMA, SyntheticLake, event
 from cdc_lake.lake.commit import IngestResult
 from cdc_lake.lake.ingest import ingest_new_files
 from cdc_lake.lake.readers import read_table
@@ -25,7 +25,8 @@ def read(order_id: int, ts: int, lsn: int, marker: str, **kw: Any) -> dict[str, 
 
 def _ingest(spark: SparkSession, lake: SyntheticLake, **kw: Any) -> IngestResult:
     table = lake.table(**{k: kw.pop(k) for k in ("delete_mode",) if k in kw})
-    return ingest_new_files(spark, lake.client, lake.source, table, captured=OUTBOX, **kw)
+    return ingest_new_files(spark, lake.client, lake.source, table, captured=OUTBOX,
+        declared=kw.pop("declared", OUTBOX_COLUMNS), **kw)
 
 
 def _live(spark: SparkSession, lake: SyntheticLake, **table: Any) -> dict[int, int | None]:

@@ -12,11 +12,11 @@ import random
 
 import pytest
 
-from bench.synthetic import OUTBOX_SCHEMA, SyntheticLake, event
+from bench.synthetic import OUTBOX_COLUMNS, OUTBOX_SCHEMA, SyntheticLake, event
 from cdc_lake.lake.change_sets import Span, change_set_path, list_change_sets
 from cdc_lake.lake.changes import read_changes
 from cdc_lake.lake.digest import compare_digests
-from cdc_lake.lake.hudi import completed_commits, has_change_feed, latest_commit
+from cdc_lake.lake.hudi_timeline import completed_commits, has_change_feed, latest_commit
 from cdc_lake.lake.ingest import ingest_new_files
 from cdc_lake.lake.table_state import evaluate, full_state, incremental_state
 from cdc_lake.source.captured import OUTBOX
@@ -93,7 +93,9 @@ def test_the_state_kept_from_the_changes_equals_a_rescan(
     for _ in range(3):  # a full scan, then two commits followed (or rescanned)
         for _ in range(rng.randrange(1, 3)):
             lake.put(_random_batch(rng, clock, rng.randrange(5, 25)))
-        result = ingest_new_files(spark, lake.client, lake.source, table, captured=OUTBOX)
+        result = ingest_new_files(
+            spark, lake.client, lake.source, table, captured=OUTBOX, declared=OUTBOX_COLUMNS
+        )
         assert result.committed is not None
         previous = state.digest if state is not None else None
         state = evaluate(spark, table, previous, full_scan_every=50, schema=OUTBOX_SCHEMA)
@@ -137,7 +139,9 @@ def test_the_state_kept_from_the_changes_equals_a_rescan(
 def test_nothing_new_carries_the_state_and_a_full_scan_compares(spark, lake: SyntheticLake):
     table = lake.table()
     lake.put([event(i, 100, i) for i in range(20)])
-    ingest_new_files(spark, lake.client, lake.source, table, captured=OUTBOX)
+    ingest_new_files(
+        spark, lake.client, lake.source, table, captured=OUTBOX, declared=OUTBOX_COLUMNS
+    )
     first = evaluate(spark, table, None, schema=OUTBOX_SCHEMA)
     assert first is not None and first.mode == "full"
     # Nothing committed since: the same state, and nothing read.
@@ -149,7 +153,9 @@ def test_nothing_new_carries_the_state_and_a_full_scan_compares(spark, lake: Syn
     assert nightly is not None and nightly.incremental_matches_rescan is True
 
     lake.put([event(3, 200, 50, deleted=True, op="d"), event(4, 200, 51, customer_id="QUICK")])
-    ingest_new_files(spark, lake.client, lake.source, table, captured=OUTBOX)
+    ingest_new_files(
+        spark, lake.client, lake.source, table, captured=OUTBOX, declared=OUTBOX_COLUMNS
+    )
     # Asked for a full scan: it rescans and reports that the feed's state agrees.
     scanned = evaluate(spark, table, first.digest, full_scan=True, schema=OUTBOX_SCHEMA)
     assert scanned is not None and scanned.mode == "full"
@@ -159,7 +165,9 @@ def test_nothing_new_carries_the_state_and_a_full_scan_compares(spark, lake: Syn
     # A state that lies about the table (a row it does not hold) is caught by the rescan.
     wrong = {**first.digest, "table_rows": first.table_rows + 1}
     lake.put([event(5, 300, 60, customer_id="BONAP")])
-    ingest_new_files(spark, lake.client, lake.source, table, captured=OUTBOX)
+    ingest_new_files(
+        spark, lake.client, lake.source, table, captured=OUTBOX, declared=OUTBOX_COLUMNS
+    )
     caught = evaluate(spark, table, wrong, full_scan=True, schema=OUTBOX_SCHEMA)
     assert caught is not None and caught.incremental_matches_rescan is False
 
@@ -170,7 +178,9 @@ def test_every_n_commits_the_state_is_rescanned(spark, lake: SyntheticLake):
     modes = []
     for n in range(4):
         lake.put([event(n, 100 + n, 10 + n)])
-        ingest_new_files(spark, lake.client, lake.source, table, captured=OUTBOX)
+        ingest_new_files(
+            spark, lake.client, lake.source, table, captured=OUTBOX, declared=OUTBOX_COLUMNS
+        )
         previous = state.digest if state else None
         state = evaluate(spark, table, previous, full_scan_every=2, schema=OUTBOX_SCHEMA)
         assert state is not None
@@ -182,7 +192,9 @@ def test_a_commit_without_a_trusted_change_set_is_rescanned(spark, lake: Synthet
     # As a crash after the commit and before its change set's marker leaves it.
     table = lake.table(change_sets=True, change_feed=False)
     lake.put([event(1, 100, 1), event(2, 100, 2)])
-    created = ingest_new_files(spark, lake.client, lake.source, table, captured=OUTBOX)
+    created = ingest_new_files(
+        spark, lake.client, lake.source, table, captured=OUTBOX, declared=OUTBOX_COLUMNS
+    )
     # The table's first commit has none (a reader with no state scans the table).
     assert created.committed is not None and created.change_set_rows is None
     assert created.change_set_text() == "none: the table's first commit (readers scan it in full)"
@@ -190,7 +202,9 @@ def test_a_commit_without_a_trusted_change_set_is_rescanned(spark, lake: Synthet
     first = evaluate(spark, table, None, schema=OUTBOX_SCHEMA)
     assert first is not None and first.mode == "full"
     lake.put([event(1, 200, 3, customer_id="QUICK")])
-    result = ingest_new_files(spark, lake.client, lake.source, table, captured=OUTBOX)
+    result = ingest_new_files(
+        spark, lake.client, lake.source, table, captured=OUTBOX, declared=OUTBOX_COLUMNS
+    )
     assert first is not None and result.committed is not None
     assert result.change_set_rows == 2  # order 1, before and after
     marker = f"{change_set_path(table.base_path, result.committed.instant)}/_SUCCESS"
@@ -202,7 +216,9 @@ def test_a_commit_without_a_trusted_change_set_is_rescanned(spark, lake: Synthet
     bare = dataclasses.replace(table, change_sets=False)
     lake.put([event(3, 300, 4)])
     assert (
-        ingest_new_files(spark, lake.client, lake.source, bare, captured=OUTBOX).change_set_rows
+        ingest_new_files(
+            spark, lake.client, lake.source, bare, captured=OUTBOX, declared=OUTBOX_COLUMNS
+        ).change_set_rows
         is None
     )
     third = evaluate(spark, bare, second.digest, schema=OUTBOX_SCHEMA)
@@ -216,15 +232,21 @@ def test_a_table_created_with_hudis_feed_goes_on_with_change_sets(spark, lake: S
     now = lake.table()
     assert (now.change_sets, now.change_feed) == (True, False)
     lake.put([event(i, 100, i) for i in range(1, 6)])
-    ingest_new_files(spark, lake.client, lake.source, earlier, captured=OUTBOX)
+    ingest_new_files(
+        spark, lake.client, lake.source, earlier, captured=OUTBOX, declared=OUTBOX_COLUMNS
+    )
     first = evaluate(spark, earlier, None, schema=OUTBOX_SCHEMA)
     lake.put([event(1, 200, 10, customer_id="QUICK"), event(2, 200, 11, deleted=True, op="d")])
     assert (
-        ingest_new_files(spark, lake.client, lake.source, earlier, captured=OUTBOX).change_set_rows
+        ingest_new_files(
+            spark, lake.client, lake.source, earlier, captured=OUTBOX, declared=OUTBOX_COLUMNS
+        ).change_set_rows
         is None
     )
     lake.put([event(3, 300, 12, customer_id="BONAP"), event(6, 300, 13)])
-    result = ingest_new_files(spark, lake.client, lake.source, now, captured=OUTBOX)
+    result = ingest_new_files(
+        spark, lake.client, lake.source, now, captured=OUTBOX, declared=OUTBOX_COLUMNS
+    )
     assert result.committed is not None and result.change_set_rows == 3  # 3 before/after, 6
     assert has_change_feed(spark, now.base_path)
     # The two commits since: the earlier one has no change set, so the feed is followed, and
@@ -238,7 +260,7 @@ def test_a_table_created_with_hudis_feed_goes_on_with_change_sets(spark, lake: S
     assert rescan.digest["rows"] == 5  # 1, 3, 4, 5, 6
     # From then on, the change sets.
     lake.put([event(4, 400, 14, customer_id="ALFKI")])
-    ingest_new_files(spark, lake.client, lake.source, now, captured=OUTBOX)
+    ingest_new_files(spark, lake.client, lake.source, now, captured=OUTBOX, declared=OUTBOX_COLUMNS)
     followed = evaluate(spark, now, spanned.digest, schema=OUTBOX_SCHEMA)
     assert followed is not None and followed.mode == "incremental"
     assert followed.digest["followed"] == "change sets"

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 
-from bench.synthetic import OUTBOX_SCHEMA, SyntheticLake, event
+from bench.synthetic import OUTBOX_COLUMNS, OUTBOX_SCHEMA, SyntheticLake, event
 from cdc_lake.lake.commit import IngestResult
-from cdc_lake.lake.hudi import completed_commits
+from cdc_lake.lake.hudi_timeline import completed_commits
 from cdc_lake.lake.ingest import ingest_new_files
 from cdc_lake.lake.ordering import ordering_text
 from cdc_lake.lake.readers import read_table
@@ -28,7 +28,8 @@ def truncate(ts: int, lsn: int) -> dict[str, Any]:
 
 def _ingest(spark: SparkSession, lake: SyntheticLake, **kw: Any) -> IngestResult:
     table = lake.table(**{k: kw.pop(k) for k in ("delete_mode",) if k in kw})
-    return ingest_new_files(spark, lake.client, lake.source, table, captured=OUTBOX, **kw)
+    return ingest_new_files(spark, lake.client, lake.source, table, captured=OUTBOX,
+        declared=kw.pop("declared", OUTBOX_COLUMNS), **kw)
 
 
 def _live(spark: SparkSession, lake: SyntheticLake, **table: Any) -> dict[int, str]:

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 
-from bench.synthetic import SyntheticLake, event
+from bench.synthetic import OUTBOX_COLUMNS, SyntheticLake, event
 from cdc_lake.lake.commit import IngestResult
-from cdc_lake.lake.hudi import completed_commits
+from cdc_lake.lake.hudi_timeline import completed_commits
 from cdc_lake.lake.ingest import ingest_new_files
 from cdc_lake.lake.readers import read_table
 from cdc_lake.lake.tables import declared_schema
@@ -23,7 +23,8 @@ BIG = '{"notes": "' + "9f" * 6000 + '"}'  # a JSON value large enough to be TOAS
 
 
 def _ingest(spark: SparkSession, lake: SyntheticLake, **kw: Any) -> IngestResult:
-    return ingest_new_files(spark, lake.client, lake.source, lake.table(), captured=OUTBOX, **kw)
+    return ingest_new_files(spark, lake.client, lake.source, lake.table(), captured=OUTBOX,
+        declared=kw.pop("declared", OUTBOX_COLUMNS), **kw)
 
 
 def _rows(spark: SparkSession, lake: SyntheticLake) -> dict[int, tuple]:

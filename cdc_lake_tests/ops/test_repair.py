@@ -10,7 +10,8 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from bench.outbox import cdc_events_hudi, matches_source
-from cdc_lake.lake.hudi import HudiTableConfig, latest_schema
+from cdc_lake.lake.hudi import HudiTableConfig
+from cdc_lake.lake.hudi_timeline import latest_schema
 from cdc_lake.lake.readers import read_table
 from cdc_lake.ops.cli import main
 from cdc_lake.ops.repair import replay

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 
-from bench.synthetic import SyntheticLake, event
-from cdc_lake.lake.hudi import completed_commits
+from bench.synthetic import OUTBOX_COLUMNS, SyntheticLake, event
+from cdc_lake.lake.hudi_timeline import completed_commits
 from cdc_lake.lake.ingest import ingest_new_files
 from cdc_lake.lake.readers import read_table
 from cdc_lake.marts.figures import customer_figures, customer_rows, totals
@@ -53,7 +53,9 @@ def _build(
 
 
 def _ingest(spark: SparkSession, lake: SyntheticLake) -> None:
-    result = ingest_new_files(spark, lake.client, lake.source, lake.table(), captured=OUTBOX)
+    result = ingest_new_files(
+        spark, lake.client, lake.source, lake.table(), captured=OUTBOX, declared=OUTBOX_COLUMNS
+    )
     assert result.committed is not None
 
 
@@ -298,7 +300,9 @@ def test_full_rebuild_when_there_is_nothing_to_start_from(
     )
     lake.put([event(1, 100, 1, op="c"), event(2, 100, 2, op="c")])
     assert (
-        ingest_new_files(spark, lake.client, lake.source, table, captured=OUTBOX).committed
+        ingest_new_files(
+            spark, lake.client, lake.source, table, captured=OUTBOX, declared=OUTBOX_COLUMNS
+        ).committed
         is not None
     )
     items = _items_config(lake)
@@ -308,7 +312,9 @@ def test_full_rebuild_when_there_is_nothing_to_start_from(
     for n in range(4 if cleaned else 1):
         lake.put([event(2 + n, 200 + n, 3 + n, deleted=True, op="d"), event(9 + n, 200, 9, op="c")])
         assert (
-            ingest_new_files(spark, lake.client, lake.source, table, captured=OUTBOX).committed
+            ingest_new_files(
+                spark, lake.client, lake.source, table, captured=OUTBOX, declared=OUTBOX_COLUMNS
+            ).committed
             is not None
         )
     report = _build(spark, lake, items)

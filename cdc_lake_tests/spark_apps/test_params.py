@@ -79,3 +79,20 @@ def test_delete_mode_is_hard_or_soft_on_both_sides():
     ).table.delete_mode == "soft"
     with pytest.raises(ValueError, match="delete_mode"):
         LakeResource(lake_bucket="lake", delete_mode="soft-ish")  # type: ignore[arg-type]
+
+
+def test_the_per_run_figures_and_their_zeros_are_declared_once():
+    """What a run read and did: the app reports each by name and type, and a run that starts no
+    Spark reports the same names as zeros (cdc_lake/defs/lake/assets.py), never the last run's."""
+    from cdc_lake.spark_apps.params import UpsertReport
+
+    zeros = UpsertReport.per_run()
+    assert set(zeros) == set(UpsertReport.PER_RUN)
+    assert zeros["files_read"] == {"raw_value": 0, "type": "int"}
+    assert zeros["backfilled_columns"] == {"raw_value": [], "type": "json"}
+    assert zeros["orders_absent_from_snapshot"]["raw_value"] == 0
+    ran = UpsertReport.per_run(files_read=3, change_set="12 rows")
+    assert ran["files_read"]["raw_value"] == 3 and ran["change_set"]["raw_value"] == "12 rows"
+    assert ran["events_read"]["raw_value"] == 0
+    with pytest.raises(KeyError, match="not a per-run figure of the upsert app: colour"):
+        UpsertReport.per_run(colour=1)

@@ -61,7 +61,7 @@ from cdc_lake.lake.timeline import instant_time, newest_commit_instant
 from cdc_lake.raw.objects import RawLayout
 from cdc_lake.resources.lake import LakeResource
 from cdc_lake.resources.source import PostgresResource
-from cdc_lake.resources.spark import SparkLauncher
+from cdc_lake.resources.spark import SparkLauncher, to_metadata
 from cdc_lake.resources.streaming import CdcPipelineResource
 from cdc_lake.source.captured import RESCAN_CHECK, CapturedTable
 from cdc_lake.spark_apps.params import UpsertParams, UpsertReport
@@ -299,23 +299,10 @@ def _nothing_new(
         f"nothing new past the checkpoint and the table is still at commit {instant.value}: "
         "no Spark, the last commit's figures are carried forward"
     )
-    zero = dg.MetadataValue.int(0)
     result = carried_metadata(
         previous,
         **{UpsertReport.NEW_COMMIT: dg.MetadataValue.bool(False)},
-        files_read=zero,
-        bytes_read=zero,
-        events_read=zero,
-        events_upserted=zero,
-        quarantined_lines=zero,
-        lines_already_ingested=zero,
-        offset_gaps=zero,
-        rows_truncated=zero,
-        rows_reconciled=zero,
-        unavailable_lines_filled=zero,
-        backfilled_rows=zero,
-        backfilled_columns=dg.MetadataValue.json([]),
-        change_set=dg.MetadataValue.text("no new commit"),
+        **to_metadata(UpsertReport.per_run()),
         ignored_raw_keys=dg.MetadataValue.int(len(plan.ignored)),
         ignored_raw_keys_sample=dg.MetadataValue.json(plan.ignored[:10]),
         s3_list_requests=dg.MetadataValue.int(plan.list_requests + 1),  # + the timeline's

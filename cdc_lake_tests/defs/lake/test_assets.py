@@ -11,9 +11,9 @@ from typing import Any
 import dagster as dg
 
 from bench.outbox import HUDI_KEY, cdc_events_hudi
-from bench.synthetic import SyntheticLake, event
+from bench.synthetic import OUTBOX_COLUMNS, SyntheticLake, event
 from cdc_lake.defs.lake.jobs import lake_full_check_job
-from cdc_lake.lake.hudi import recorded_partition_field
+from cdc_lake.lake.hudi_timeline import recorded_partition_field
 from cdc_lake.lake.ingest import ingest_new_files
 from cdc_lake.lake.readers import read_table
 from cdc_lake.resources.local import local_resources
@@ -88,7 +88,12 @@ def test_a_table_an_earlier_release_partitioned_keeps_its_layout_and_the_asset_s
     assert table.partition_field == ""
     lake.put([event(i, 100, i, op="c", order_date=9700) for i in (1, 2, 3)])
     ingest_new_files(
-        spark, client, lake.source, replace(table, partition_field="order_year"), captured=OUTBOX
+        spark,
+        client,
+        lake.source,
+        replace(table, partition_field="order_year"),
+        captured=OUTBOX,
+        declared=OUTBOX_COLUMNS,
     )
 
     lake.put([event(1, 200, 10, order_date=10300), event(2, 200, 11, op="d", deleted=True)])
