@@ -319,8 +319,9 @@ class Soak:
 
     def _hoodie_files(self) -> tuple[int, int, int, int]:
         lake = self.resources["lake"]
-        prefix = lake.table_prefix.strip("/") + "/"
-        timeline = timeline_prefix(lake.table_prefix)[len(prefix) :]  # ".hoodie/timeline/"
+        table_prefix = lake.table_prefix_of(OUTBOX)
+        prefix = table_prefix.strip("/") + "/"
+        timeline = timeline_prefix(table_prefix)[len(prefix) :]  # ".hoodie/timeline/"
         counts = {"timeline": 0, "history": 0, "metadata": 0, "data": 0}
         pages = self.s3.get_paginator("list_objects_v2")
         for page in pages.paginate(Bucket=lake.lake_bucket, Prefix=prefix):

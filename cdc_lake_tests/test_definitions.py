@@ -70,7 +70,7 @@ def test_definitions_hold_the_pipeline():
             "orders_exist_in_lake", "no_quarantined_lines", "replication_slot_lag",
             "sink_consumer_lag", "source_connector_running", "sink_connector_running",
             "pending_raw_objects", "incremental_matches_rescan",
-            "schema_matches_source"} <= checks  # fmt: skip
+            "schema_matches_source", "lake_lag_seconds"} <= checks  # fmt: skip
     # The lake and its mart carry a freshness policy, shown by the UI once the daemon runs.
     for key in ("hudi/datalake/cdc_events", "s3/marts/order_items"):
         assert graph.get(dg.AssetKey.from_user_string(key)).freshness_policy is not None
@@ -79,7 +79,7 @@ def test_definitions_hold_the_pipeline():
     hudi = dg.AssetKey.from_user_string("hudi/datalake/customers")
     assert {c.name for c in repo.asset_graph.asset_check_keys if c.asset_key == hudi} == {
         "customer_id_unique", "no_deleted_customers", "incremental_matches_rescan",
-        "matches_source", "no_quarantined_lines", "schema_matches_source",
+        "matches_source", "no_quarantined_lines", "schema_matches_source", "lake_lag_seconds",
     }  # fmt: skip
     assert repo.get_sensor_def("customers_raw_files_sensor").job_name == "customers_lake_refresh"
     # The nightly full rescan: a named job and a schedule, off until a user turns it on.

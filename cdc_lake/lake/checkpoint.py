@@ -13,6 +13,11 @@ Why offsets and not object keys
     hold a greater offset and skips the lines at or below the checkpoint, so overwritten,
     re-cut, overlapping or duplicated objects change nothing.
 
+The newest change applied
+    ``applied_ts_ms``: the greatest source time (``__source_ts_ms``) of a change the table has
+    applied: how far the lake has come in the source's time (``cdc_lake/lake/lag.py``). It only
+    grows; a replay keeps it. Absent from checkpoints written before it was tracked (None).
+
 The newest truncate
     ``truncated``: the ``cdc_ordering`` of the newest ``TRUNCATE`` the table has applied ("" for
     none). A change older than it that is read later (from another partition, or in a replay,
@@ -65,6 +70,7 @@ class Checkpoint:
     topic: str
     partitions: dict[int, PartitionProgress] = field(default_factory=dict)
     truncated: str = ""  # the newest truncate's cdc_ordering ("": none)
+    applied_ts_ms: int | None = None  # the newest source time applied (None: not tracked yet)
 
     def offset(self, partition: int) -> int:
         p = self.partitions.get(partition)
@@ -79,6 +85,7 @@ class Checkpoint:
                 for p, v in sorted(self.partitions.items())
             },
             **({"truncated": self.truncated} if self.truncated else {}),
+            **({"applied_ts_ms": self.applied_ts_ms} if self.applied_ts_ms is not None else {}),
         }
 
     @staticmethod
@@ -90,6 +97,7 @@ class Checkpoint:
                 for p, v in data["partitions"].items()
             },
             truncated=str(data.get("truncated", "")),
+            applied_ts_ms=None if data.get("applied_ts_ms") is None else int(data["applied_ts_ms"]),
         )
 
     def advanced(self, progress: Mapping[int, PartitionProgress]) -> Checkpoint:
@@ -105,6 +113,13 @@ class Checkpoint:
         if ordering is None or ordering <= self.truncated:
             return self
         return replace(self, truncated=ordering)
+
+    def applied_until(self, ts_ms: int | None) -> Checkpoint:
+        """This checkpoint after applying changes up to source time ``ts_ms`` (None: none);
+        the newest is kept, so an older batch (a replay) never moves it back."""
+        if ts_ms is None or (self.applied_ts_ms is not None and ts_ms <= self.applied_ts_ms):
+            return self
+        return replace(self, applied_ts_ms=ts_ms)
 
     def rewound(self, from_offset: int, partitions: list[int] | None = None) -> Checkpoint:
         """The progress a replay starts from: offsets from ``from_offset`` on are unread again

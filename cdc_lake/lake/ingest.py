@@ -249,8 +249,10 @@ def ingest_new_files(
         if filled is not None:
             # Stored rows the batch does not change: they kept their ordering.
             result.backfilled = filled.join(rows, list(schema.keys), "left_anti").count()
-        new_checkpoint = stored.advanced(progress).truncated_at(
-            O.ordering_text(*batch.truncate) if batch.truncate is not None else None
+        new_checkpoint = (
+            stored.advanced(progress)
+            .truncated_at(O.ordering_text(*batch.truncate) if batch.truncate is not None else None)
+            .applied_until(batch.newest_ts_ms)
         )
         write_commit(spark, latest, table, new_checkpoint.to_json(), schema, result)
     finally:

@@ -122,6 +122,7 @@ class Batch:
     good: int  # fresh and good: the events read
     snapshot_ts_ms: int | None  # a completed snapshot's time (``S.completed_snapshot_ts``)
     truncate: tuple[int, int] | None  # the newest truncate's (ts, lsn) among the good lines
+    newest_ts_ms: int | None  # the greatest source time among the good lines (None: none)
     unavailable: int  # good lines holding Debezium's placeholder (``U.line_has_placeholder``)
     progress: dict[int, C.PartitionProgress]
     gaps: int
@@ -161,6 +162,7 @@ def summarize(
             F.count_if(good).alias("good"),
             F.max(F.when(good, S.snapshot_end_ts())).alias("snapshot_ts"),
             F.max(F.when(good & (F.col("__op") == O.TRUNCATE_OP), truncate_at)).alias("truncate"),
+            F.max(F.when(good, F.col("__source_ts_ms"))).alias("newest_ts"),
             F.count_if(good & U.line_has_placeholder()).alias("unavailable"),
             F.max(F.when(fresh, newest)).alias("newest"),
             F.min(F.when(fresh, offset)).alias("low"),
@@ -201,6 +203,9 @@ def summarize(
         good=sum(int(r["good"]) for r in rows),
         snapshot_ts_ms=max(snapshots) if snapshots else None,
         truncate=max(truncates, default=None),
+        newest_ts_ms=max(
+            (int(r["newest_ts"]) for r in rows if r["newest_ts"] is not None), default=None
+        ),
         unavailable=sum(int(r["unavailable"]) for r in rows),
         progress=progress,
         gaps=gaps,

@@ -16,7 +16,9 @@ the call, through the ``lake_refresh`` job on the configured Dagster instance.
    ``cdc_lake/trigger=cdc-lake refresh``, so the run shows in the UI beside the sensor's. The job
    ingests from the lake's own checkpoint, so calling it twice ingests nothing twice.
 
-It prints one line per stage and what the run ingested. Exit status: 0 when the run succeeded
+It prints one line per stage, what the run ingested, the checks and the lake's lag in seconds
+(the oldest change not yet in it, and the age of the newest it applied:
+``cdc_lake/lake/lag.py``). Exit status: 0 when the run succeeded
 and no check failed with ERROR severity; 1 when the run failed or such a check failed
 (``matches_source`` is blocking), with the check's description; 2 when a wait timed out
 (naming what it waited for).
@@ -165,6 +167,20 @@ def run_refresh(
     return status
 
 
+def _lag_line(evaluations: list[Any]) -> str | None:
+    """The lake's lag in seconds, from the run's ``lake_lag_seconds`` evaluation."""
+    from cdc_lake.defs.lake.lag import LAG_CHECK
+
+    lag = next((e for e in evaluations if e.check_name == LAG_CHECK), None)
+    if lag is None:
+        return None
+    meta = {k: v.value for k, v in lag.metadata.items()}
+    applied = meta.get("applied_lag_seconds")
+    newest = "none applied yet" if applied is None else f"{float(applied):,.0f} s old"
+    pending = float(meta.get("pending_lag_seconds", 0.0))
+    return f"lag: oldest change not yet in the lake {pending:,.0f} s; newest applied {newest}"
+
+
 def _run_job(job: Any, instance: Any, shown: tuple[Any, Any], home: str, t0: float) -> int:
     """One refresh job in this process; 0, or 1 when it failed or a check failed with ERROR."""
     import dagster as dg
@@ -194,6 +210,8 @@ def _run_job(job: Any, instance: Any, shown: tuple[Any, Any], home: str, t0: flo
             if e.severity == dg.AssetCheckSeverity.ERROR:
                 failed.append(where)
     print(f"[refresh]   checks: {passed} of {len(evaluations)} passed")
+    if (lag := _lag_line(evaluations)) is not None:
+        print(f"[refresh]   {lag}")
     status = "succeeded" if result.success else "FAILED"
     # This run's own time; the command's total is since it started (t0).
     print(

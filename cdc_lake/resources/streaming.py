@@ -137,6 +137,10 @@ class CdcPipelineResource(dg.ConfigurableResource):
     slot_lag_warn_bytes: int = 1 << 30
     sink_lag_warn_records: int = 100_000
     pending_objects_warn: int = 100
+    # The lake's lag in seconds (lake_lag_seconds, cdc_lake/defs/lake/lag.py): the age of the
+    # oldest change not yet in the lake WARNs past the first, is an ERROR past the second.
+    lag_warn_seconds: float = 900.0
+    lag_error_seconds: float = 3600.0
     sample_scale: float = 1.0
     sample_seed: int = 42
     connector_timeout_s: float = 180.0

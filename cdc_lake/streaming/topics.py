@@ -144,3 +144,46 @@ def wait_for_consumer(
         f"consumer group {group!r} committed {done} of {topic!r} after {timeout_s:.0f}s; "
         f"the topic ends at {ends}"
     )
+
+
+def oldest_unconsumed_ts(
+    conf: Mapping[str, Any],
+    group: str,
+    topic: str,
+    now_ms: int,
+    timeout_s: float = 10.0,
+    horizon_ms: int = 30 * 86_400_000,
+) -> int | None:
+    """The Kafka timestamp (when the producer, Debezium, wrote it) of the oldest record of
+    ``topic`` that ``group`` has not committed yet, to the second and never later than it is;
+    None when the group has committed everything. Older than ``horizon_ms`` reads as that old.
+
+    It asks only for offsets (ListOffsets by time: Describe on the topic, no Read), so a
+    describe-only user can ask: per partition behind, a search over time for the newest
+    instant whose first record at or after it is still at or before the committed offset."""
+    ends = end_offsets(conf, topic, timeout_s)
+    done = committed_offsets(conf, group, topic, list(ends), timeout_s)
+    behind = [p for p, end in ends.items() if done.get(p, 0) < end]
+    if not behind:
+        return None
+    consumer = inspector(conf)
+    try:
+
+        def first_at(p: int, ts: int) -> int:
+            (tp,) = consumer.offsets_for_times([TopicPartition(topic, p, ts)], timeout=timeout_s)
+            return ends[p] if tp.offset < 0 else tp.offset  # -1: no record at or after ts
+
+        oldest = []
+        for p in behind:
+            c = done.get(p, 0)
+            lo, hi = now_ms - horizon_ms, now_ms + 1_000
+            if first_at(p, lo) > c:
+                oldest.append(lo)  # older than the horizon
+                continue
+            while hi - lo > 1_000:  # first_at(lo) <= c < first_at(hi)
+                mid = (lo + hi) // 2
+                lo, hi = (mid, hi) if first_at(p, mid) <= c else (lo, mid)
+            oldest.append(lo)
+        return min(oldest)
+    finally:
+        consumer.close()

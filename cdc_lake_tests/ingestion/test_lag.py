@@ -6,6 +6,7 @@ import time
 from typing import Any
 
 import dagster as dg
+from confluent_kafka import TopicPartition
 
 from bench.outbox import RAW_KEY, TOPIC_KEY, sink_consumer_lag
 from cdc_lake.defs.raw.assets import raw_cdc_files
@@ -16,8 +17,15 @@ from cdc_lake.resources.local import local_resources
 from cdc_lake.source.captured import OUTBOX
 from cdc_lake.stack import LocalStack
 from cdc_lake.streaming.connect_client import ConnectClient
-from cdc_lake.streaming.topics import end_offsets, wait_for_consumer
+from cdc_lake.streaming.topics import (
+    committed_offsets,
+    end_offsets,
+    inspector,
+    oldest_unconsumed_ts,
+    wait_for_consumer,
+)
 from cdc_lake_tests.ingestion.helpers import metadata
+from cdc_lake_tests.topic_reader import reader_conf
 
 
 def _wait_state(connect: ConnectClient, name: str, state: str) -> None:
@@ -25,6 +33,25 @@ def _wait_state(connect: ConnectClient, name: str, state: str) -> None:
     while (connect.status(name) or {})["tasks"][0]["state"] != state:
         assert time.monotonic() < deadline, f"{name} never became {state}"
         time.sleep(0.5)
+
+
+def _first_unconsumed_time(conf: dict[str, Any], cdc: Any, topic: str) -> int:
+    """The Kafka timestamp of the first record the sink has not committed (read as the tests'
+    user, which may read records), in the one partition that has one."""
+    ends = end_offsets(conf, topic)
+    done = committed_offsets(conf, cdc.sink_consumer_group, topic, list(ends))
+    (p,) = [p for p, end in ends.items() if done.get(p, 0) < end]
+    consumer = inspector(conf)
+    try:
+        consumer.assign([TopicPartition(topic, p, done.get(p, 0))])
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            msg = consumer.poll(0.5)
+            if msg is not None and not msg.error():
+                return msg.timestamp()[1]
+        raise TimeoutError(f"no record at {topic} [{p}] offset {done.get(p, 0)}")
+    finally:
+        consumer.close()
 
 
 def _evaluate(check: Any, **resources: Any) -> dg.AssetCheckResult:
@@ -96,6 +123,13 @@ def test_sink_lag_check_warns_while_the_sink_is_paused(
         paused = _evaluate(sink_consumer_lag, kafka=tiny["kafka"], cdc=tiny["cdc"])
         assert not paused.passed and paused.severity == dg.AssetCheckSeverity.WARN
         assert paused.metadata["sink_consumer_lag_records"].value == 1
+        # The lag in seconds of that one record, from offsets alone (Dagster's user may not
+        # read a record): its Kafka time, to the second, never later than it is.
+        now = int(time.time() * 1000)
+        topic = cdc.topic_of(OUTBOX)
+        oldest = oldest_unconsumed_ts(conf, cdc.sink_consumer_group, topic, now)
+        written = _first_unconsumed_time(reader_conf(local_stack.settings), cdc, topic)
+        assert oldest is not None and written - 1_000 <= oldest <= written, (oldest, written)
         state = _evaluate(sink_connector_running, kafka_connect=resources["kafka_connect"], cdc=cdc)
         assert not state.passed and state.severity == dg.AssetCheckSeverity.WARN
         assert state.description == f"{sink}: connector PAUSED, task 0 PAUSED"
@@ -104,6 +138,8 @@ def test_sink_lag_check_warns_while_the_sink_is_paused(
     wait_for_consumer(conf, cdc.sink_consumer_group, cdc.topic_of(OUTBOX), timeout_s=60)
     resumed = _evaluate(sink_consumer_lag, kafka=tiny["kafka"], cdc=tiny["cdc"])
     assert resumed.passed  # caught up: 0 records, not over a threshold of 0
+    now = int(time.time() * 1000)
+    assert oldest_unconsumed_ts(conf, cdc.sink_consumer_group, cdc.topic_of(OUTBOX), now) is None
     assert resumed.metadata["sink_consumer_lag_records"].value == 0
     assert _evaluate(
         sink_connector_running, kafka_connect=resources["kafka_connect"], cdc=cdc

@@ -93,7 +93,10 @@ def test_resnapshot_of_three_orders_resends_exactly_them_and_sorts_after_their_p
     requested_ms = _now_ms(pg)
 
     _resnapshot(local_stack, monkeypatch, "--orders", ",".join(map(str, chosen)))
-    assert "requested an incremental snapshot of 3 order(s): signal " in capsys.readouterr().out
+    said = capsys.readouterr().out
+    assert (
+        "requested an incremental snapshot of 3 row(s) of datalake.cdc_events by order_id: " in said
+    )
     new = _after(
         local_stack,
         resources,

@@ -8,17 +8,21 @@ from __future__ import annotations
 
 import os
 import re
+import time
 
 import dagster as dg
 import psycopg2
 
 from bench.outbox import HUDI_KEY, lake_refresh_job
 from cdc_lake.defs.keys import table_keys
+from cdc_lake.defs.lake.lag import LAG_CHECK, lag_check
 from cdc_lake.ops.instance import TRIGGER_TAG, check_evaluations, dagster_env, materializations
 from cdc_lake.ops.refresh import run_refresh
-from cdc_lake.source.captured import CUSTOMERS
+from cdc_lake.resources.local import local_resources
+from cdc_lake.source.captured import CUSTOMERS, OUTBOX
 from cdc_lake.source.workload import Workload
 from cdc_lake.stack import LocalStack
+from cdc_lake.streaming.topics import end_offsets, wait_for_consumer, wait_for_offsets
 
 
 def test_refresh_catches_up_through_lake_refresh(
@@ -68,8 +72,15 @@ def test_refresh_catches_up_through_lake_refresh(
     assert f"events_upserted {upserted.value:,}" in hudi_line, out
     assert f"{run.run_id} succeeded" in out
     assert re.search(r"\[refresh\]   checks: \d+ of \d+ passed", out), out
+    # Caught up: nothing waits for the lake, and its newest change is the workload's, just now.
+    lag = {k: v.value for k, v in checks[LAG_CHECK].metadata.items()}
+    assert checks[LAG_CHECK].passed and lag["pending_lag_seconds"] == 0.0, lag
+    assert isinstance(lag["applied_lag_seconds"], float) and lag["applied_lag_seconds"] < 600
+    assert "lag: oldest change not yet in the lake 0 s; newest applied" in out, out
 
     # Nothing committed since: the second refresh ingests nothing and still matches.
+    ends = end_offsets(settings.kafka_client_conf(settings.kafka_tester_user),
+                       local_resources(settings)["cdc"].topic_of(OUTBOX))  # fmt: skip
     assert run_refresh(settings, timeout_s=240) == 0
     again = [
         r.dagster_run
@@ -84,6 +95,26 @@ def test_refresh_catches_up_through_lake_refresh(
     assert {e.check_name: e.passed for e in check_evaluations(instance, again.run_id)}[
         "matches_source"
     ]
+
+    # A change in the raw files, not yet refreshed: the oldest one waiting is as old as it is.
+    conn = psycopg2.connect(settings.pg_dsn())
+    try:
+        Workload(conn, seed=1213).run(1, rate_per_s=0)
+    finally:
+        conn.close()
+    cdc = local_resources(settings)["cdc"]
+    kafka_conf = settings.kafka_client_conf(settings.kafka_tester_user)
+    wait_for_offsets(kafka_conf, cdc.topic_of(OUTBOX), sum(ends.values()) + 1, timeout_s=120)
+    wait_for_consumer(kafka_conf, cdc.sink_consumer_group, cdc.topic_of(OUTBOX), 120)
+    time.sleep(2)
+    tiny = local_resources(settings, lag_warn_seconds=1.0)
+    check = lag_check(table_keys(OUTBOX))
+    context = dg.build_asset_check_context(instance=instance)
+    behind = check(context, s3=tiny["s3"], kafka=tiny["kafka"], cdc=tiny["cdc"])
+    assert isinstance(behind, dg.AssetCheckResult)
+    assert not behind.passed and behind.severity == dg.AssetCheckSeverity.WARN
+    pending = behind.metadata["pending_lag_seconds"].value
+    assert isinstance(pending, float) and 2 <= pending < 300, behind.metadata
 
 
 def test_refresh_exits_1_naming_the_failed_check(

@@ -41,6 +41,7 @@ from pydantic import Field
 
 from cdc_lake.defs import stage_attrs
 from cdc_lake.defs.keys import KEYS, TableKeys
+from cdc_lake.defs.lake.lag import applied_lag, applied_metadata
 from cdc_lake.defs.unchanged import (
     carried_check_results,
     carried_metadata,
@@ -180,6 +181,9 @@ def hudi_table_asset(k: TableKeys) -> dg.AssetsDefinition:
         if (when := instant_time(instant)) is not None:
             # First on the asset's page: when the lake last changed, readable.
             lead["commit_time"] = dg.MetadataValue.timestamp(when)
+        if (stored := outcome.metadata.get(UpsertReport.CHECKPOINT)) is not None:
+            # The newest change applied, and its age (cdc_lake/lake/lag.py).
+            extra |= applied_metadata(applied_lag(stored.value))
         if (schema_meta := outcome.metadata.get(UpsertReport.LAKE_SCHEMA)) is not None:
             schema = LakeSchema.from_json(schema_meta.value)
             extra |= schema_metadata(schema)
@@ -307,6 +311,7 @@ def _nothing_new(
         ignored_raw_keys_sample=dg.MetadataValue.json(plan.ignored[:10]),
         s3_list_requests=dg.MetadataValue.int(plan.list_requests + 1),  # + the timeline's
         seconds=dg.MetadataValue.float(round(time.monotonic() - t0, 2)),
+        **applied_metadata(applied_lag(checkpoint)),  # its age now, not the last run's
     )
     return dg.MaterializeResult(
         metadata=result,
