@@ -32,7 +32,8 @@ COMMON_CALLS: dict[Call, tuple[str, ...]] = {
     # raw/objects.py list_objects (sensor, raw asset, checks), lake/timeline.py (the no-Spark
     # paths), defs/lake/checks.py no_quarantined_lines, defs/marts/assets.py _unchanged.
     ("s3", "list_objects_v2"): ("s3:ListBucket",),
-    # lake/checkpoint.py load: a version-1 checkpoint's raw object; dagster_aws's
+    # lake/checkpoint.py load: a version-1 checkpoint's raw object; lake/lag.py: the first raw
+    # object past the checkpoint per partition (lake_lag_seconds); dagster_aws's
     # PipesS3MessageReader: the Pipes messages.
     ("s3", "get_object"): ("s3:GetObject",),
     # spark_apps/package.py upload_package: is the code there; the Pipes messages.
@@ -58,6 +59,8 @@ COMMON_CALLS: dict[Call, tuple[str, ...]] = {
     ("kafka", "Consumer"): ("kafka-cluster:Connect", "kafka-cluster:DescribeGroup"),
     ("kafka", "list_topics"): ("kafka-cluster:DescribeTopic",),  # Metadata
     ("kafka", "get_watermark_offsets"): ("kafka-cluster:DescribeTopic",),  # ListOffsets
+    # oldest_unconsumed_ts (lake_lag_seconds): ListOffsets by time, no record fetched.
+    ("kafka", "offsets_for_times"): ("kafka-cluster:DescribeTopic",),
     ("kafka", "committed"): ("kafka-cluster:DescribeGroup", "kafka-cluster:DescribeTopic"),
     ("kafka", "close"): (),  # never subscribed: no LeaveGroup
     ("kafka", "poll"): (),  # never assigned: serves the client's error callback, fetches nothing

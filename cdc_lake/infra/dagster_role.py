@@ -55,7 +55,8 @@ def dagster_role(
         # quarantine). Not narrowed by prefix: HeadBucket has none, and HeadObject of code
         # not uploaded yet answers 404, not 403, only with ListBucket on the bucket.
         iam.PolicyStatement(actions=["s3:ListBucket"], resources=[raw.bucket_arn, lake.bucket_arn]),
-        # A version-1 checkpoint's raw object, the Pipes messages, the apps' code.
+        # A version-1 checkpoint's and the lag check's raw objects, the Pipes messages, the
+        # apps' code.
         iam.PolicyStatement(
             actions=["s3:GetObject"],
             resources=[
