@@ -34,6 +34,7 @@ from bench.connect_iceberg import bench_connect_iceberg
 from bench.empty_run import bench_empty_run
 from bench.harness import LoadSampler, Report, say, write_outputs
 from bench.index_cost import bench_index
+from bench.lag_cost import bench_lag_cost
 from bench.latency import Profile, bench_latency, default_profiles
 from bench.peers import bench_peers
 from bench.peers_large import DISTRIBUTIONS, LargeTable
@@ -50,12 +51,12 @@ from cdc_lake.stack.spark import build_spark_session
 
 BENCHMARKS = (
     "sensor", "incremental", "latency", "scale", "peers", "index", "empty", "refresh", "warm",
-    "connect-iceberg", "soak",
+    "connect-iceberg", "soak", "lag",
 )  # fmt: skip
 # Run only when named: hours at full size.
 ON_REQUEST = ("soak",)
 # The benchmarks that need the whole stack (the others need only the S3 server).
-WHOLE_STACK = ("latency", "connect-iceberg", "soak")
+WHOLE_STACK = ("latency", "connect-iceberg", "soak", "lag")
 NOT_YET = {
     "upsert-vs-hoodiestreamer": "hudi-utilities 1.x is not downloadable from this machine's "
     "Maven Central mirror (only 0.14.0), so HoodieStreamer cannot run beside Hudi 1.1.1; "
@@ -133,7 +134,7 @@ def run(
         )
         report.add(*figures)
         report.sections.append(f"Soak samples:\n\n{samples_table(samples)}")
-    spark_users = ("incremental", "latency", "index", "empty", "refresh")
+    spark_users = ("incremental", "latency", "index", "empty", "refresh", "lag")
     own = spark is None and any(b in only for b in spark_users)
     if own:
         spark = build_spark_session(s, app_name="cdc-lake-bench")
@@ -174,6 +175,9 @@ def run(
                     table_types,
                 )
             )
+        if "lag" in only:
+            orders, changes = (50, 5) if smoke else (2_000, 20)
+            report.add(*bench_lag_cost(stack, client, orders, changes, reps, say))
         if "latency" in only:
             # Default and tuned settings, each on a pipeline of its own, in this one run.
             duration, rate, rounds = (

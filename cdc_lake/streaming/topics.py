@@ -160,8 +160,12 @@ def oldest_unconsumed_ts(
 
     It asks only for offsets (ListOffsets by time: Describe on the topic, no Read), so a
     describe-only user can ask: per partition behind, a search over time for the newest
-    instant whose first record at or after it is still at or before the committed offset."""
-    ends = end_offsets(conf, topic, timeout_s)
+    instant whose first record at or after it is still at or before the committed offset. A
+    topic that does not exist yet holds nothing: None."""
+    try:
+        ends = end_offsets(conf, topic, timeout_s)
+    except KeyError:
+        return None
     done = committed_offsets(conf, group, topic, list(ends), timeout_s)
     behind = [p for p, end in ends.items() if done.get(p, 0) < end]
     if not behind:

@@ -13,7 +13,7 @@ from cdc_lake.stack import LocalStack
 
 
 def test_benchmarks_run_and_report(local_stack: LocalStack, spark, secret_env, tmp_path):
-    names = ["sensor", "incremental", "scale", "index", "refresh"]
+    names = ["sensor", "incremental", "scale", "index", "refresh", "lag"]
     # The refresh benchmark on the default table type only: MERGE_ON_READ takes the same
     # harness path with another option (and half a minute more).
     report = run(local_stack, names, smoke=True, reps=1, spark=spark)
@@ -23,6 +23,10 @@ def test_benchmarks_run_and_report(local_stack: LocalStack, spark, secret_env, t
     assert ours.value == 1 + 2  # one delimiter listing of the topic, then one per partition
     assert ours.note == "found 5 new"
     assert full.value >= 1
+    # Lag: both sides refreshed, the check passed on the B side, and its step was timed.
+    lag = {f.name: f for f in report.figures if f.benchmark == "lag"}
+    assert lag["ratio with / without the lag check"].value > 0
+    assert lag["the lag check's own step"].value > 0
     incremental = [f for f in report.figures if f.benchmark == "incremental"]
     assert len(incremental) == 2 and all(f.value > 0 for f in incremental)
 
