@@ -34,7 +34,7 @@ from cdc_lake_tests.stack.test_spark import all_cmdlines, jvm_pid
 
 # What each server is given on purpose (its environment; see Service.env()).
 OWN = {
-    "connect": {"replication_password", "s3_access_key", "s3_secret_key"},
+    "connect": {"replication_password", "s3_access_key", "s3_secret_key", "column_salt"},
 }
 
 
@@ -62,7 +62,7 @@ def test_no_secret_anywhere_after_a_pipeline_run(
     s = local_stack.settings
     secrets = json.loads((s.state_dir / "credentials.json").read_text())
     secrets |= {f"env:{k}": v for k, v in secret_env.items()}
-    assert len(set(secrets.values())) == 10 and all(len(v) >= 16 for v in secrets.values())
+    assert len(set(secrets.values())) == 11 and all(len(v) >= 16 for v in secrets.values())
 
     # The scanner finds what is there: a secret planted in a file of a scanned tree.
     (tmp_path / "planted").mkdir()

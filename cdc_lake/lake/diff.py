@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from cdc_lake.lake.digest import (
+    column_salt,
     hashed_columns,
     spark_field_hashes,
     spark_key_number,
@@ -117,10 +118,12 @@ def write_source_rows(
     schema: LakeSchema,
     buckets: int,
     chosen: Sequence[int],
+    salt: str | None = None,
 ) -> int:
-    """The source rows of the ``chosen`` buckets into ``s3://bucket/key``; how many."""
+    """The source rows of the ``chosen`` buckets into ``s3://bucket/key``; how many. ``salt``:
+    the source connector's, for a table with hashed columns."""
     out = io.BytesIO()
-    with conn.cursor() as cur:
+    with column_salt(conn, salt, schema), conn.cursor() as cur:
         cur.copy_expert(source_rows_sql(schema, buckets, chosen).as_string(cur), out)
     conn.commit()
     body = out.getvalue()

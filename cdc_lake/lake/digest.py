@@ -45,7 +45,11 @@ Row hash
       text would depend on each side's float printing (PostgreSQL's ``float8send``; Java's
       ``Double.doubleToLongBits`` in Spark, which folds every NaN into one; PostgreSQL's NaNs
       are folded into the same);
-    - ``text``, ``decimal`` (as Debezium's string), ``bool`` (``true``/``false``): the text.
+    - ``text``, ``decimal`` (as Debezium's string), ``bool`` (``true``/``false``): the text;
+    - ``hashed`` (a column the source connector hashes, ``cdc_lake/lake/schema/policy.py``): the
+      lake holds the hash, and PostgreSQL computes the same from the value, the lowercase hex of
+      the SHA-256 of the salt's UTF-8 bytes then the value's. The salt reaches the query as a
+      session setting (``column_salt``), never in the query's text.
 
     PostgreSQL hashes ``convert_to(text, 'UTF8')``, so its database encoding does not matter;
     its ``extract(epoch ...)`` is numeric (14+), so microseconds are exact.
@@ -73,7 +77,8 @@ versions, buckets or columns do not compare.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -92,6 +97,8 @@ KEY_HEX_DIGITS = 8  # 32 bits: a key number whose square sums stay far inside de
 FIELD_HEX_DIGITS = 8  # per column, to name the columns that differ (not summed)
 # Double.doubleToLongBits(NaN), Java's one NaN: 0x7ff8000000000000.
 JAVA_NAN_BITS = 0x7FF8000000000000
+# The session setting that holds the salt of hashed columns for the digest's SQL.
+SALT_SETTING = "cdc_lake.column_salt"
 ROW_HASH = "_row_hash"  # optional precomputed column for spark_digest
 
 
@@ -277,6 +284,9 @@ def spark_digests(
 
 def _sql_text(name: str, kind: str) -> str:
     column = f'"{name}"'
+    if kind == "hashed":
+        salt = f"convert_to(current_setting('{SALT_SETTING}'), 'UTF8')"
+        return f"encode(sha256({salt} || convert_to({column}::text, 'UTF8')), 'hex')"
     if kind == "trimmed":
         return f"btrim({column}::text)"
     if kind == "date":
@@ -357,13 +367,44 @@ def source_digest(
     table: str | None = None,
     *,
     schema: LakeSchema,
+    salt: str | None = None,
 ) -> dict[str, Any]:
     """Run the digest query on a psycopg2 connection. Every row of the source is live.
     ``schema``: the table's, whose live columns are hashed (``table``: by default its source
-    table)."""
-    with conn.cursor() as cur:
+    table). ``salt``: the source connector's, for a table with hashed columns."""
+    with column_salt(conn, salt, schema), conn.cursor() as cur:
         cur.execute(source_digest_sql(table, schema=schema), {"buckets": buckets})
         return _digest(buckets, cur.fetchall(), schema.digest_signature())
+
+
+@contextmanager
+def column_salt(conn: Any, salt: str | None, schema: LakeSchema) -> Iterator[None]:
+    """The salt of hashed columns as the session setting the digest's SQL reads, for the
+    queries inside; cleared after. Nothing for a schema without hashed columns. The salt is in
+    the text of the one ``set_config`` statement only (psycopg2 binds values into the text,
+    and PostgreSQL logs no statement text unless ``log_statement`` asks), never in the digest's
+    query, which may be logged as slow."""
+    hashed = [c.name for c in schema.live if c.kind == "hashed"]
+    if not hashed:
+        yield
+        return
+    if not salt:
+        raise ValueError(
+            f"{schema.table}: its columns {', '.join(hashed)} are hashed by the source "
+            "connector, so the digest needs the salt: set CDC_LAKE_COLUMN_SALT (the "
+            "PostgresResource's column_salt) to the connector's"
+        )
+    with conn.cursor() as cur:
+        cur.execute("SELECT set_config(%s, %s, false)", (SALT_SETTING, salt))
+    try:
+        yield
+    finally:
+        if not conn.closed:
+            try:
+                with conn.cursor() as cur:
+                    cur.execute("SELECT set_config(%s, '', false)", (SALT_SETTING,))
+            except Exception:  # an aborted transaction: the setting ends with the session
+                pass
 
 
 # Comparison

@@ -217,6 +217,18 @@ def summarize(
 def unknown_fields_message(batch: Batch, schema: LakeSchema, source: RawSource) -> str:
     where = batch.unknown_at or ""
     key, _, line = where.partition(" line ")
+    excluded = sorted(set(batch.unknown_fields) & set(schema.excluded))
+    if excluded:
+        # Written before the column's exclusion reached the source connector: its values must
+        # not reach the lake (cdc_lake/lake/schema/policy.py).
+        return (
+            f"{schema.table}: raw lines hold the excluded column(s) {', '.join(excluded)}, "
+            f"first at {source.uri(key).replace(f'{source.scheme}://', 's3://', 1)} line {line}: "
+            "they were written before the exclusion reached the source connector. Nothing was "
+            "committed. Way forward: update the connector (materialize the connector assets), "
+            "then write a new lake table from a snapshot taken after it "
+            "(docs/column-policies.md)."
+        )
     return (
         f"{schema.table}: raw lines hold field(s) {', '.join(batch.unknown_fields)} that neither "
         f"the source table's columns (as its catalog stood when this refresh began) nor the lake "

@@ -4,6 +4,7 @@ evolution itself: ``cdc_lake/lake/schema.py``."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from cdc_lake.lake import transforms as T
@@ -19,6 +20,7 @@ from cdc_lake.lake.schema import (
     not_in_table,
     to_backfill,
 )
+from cdc_lake.lake.schema.policy import captured_columns, check_policy
 from cdc_lake.source.captured import CapturedTable
 
 if TYPE_CHECKING:
@@ -55,9 +57,14 @@ def lake_schema(
                 "read, the lake table has no commit yet, and the declaration names no ddl_file. "
                 "Nothing was committed. Fix: make the source reachable, then refresh again."
             )
+    # The column policies: excluded columns left out, hashed ones of kind "hashed"; a policy
+    # changed since the table was written stops here, before anything is written.
+    source_columns = captured_columns(captured, source_columns, strict=False)
+    check_policy(captured, recorded)
     lake_only = (*T.CDC_COLUMNS, *captured.lake_partition)
     lake_types = data_column_types(spark, table.base_path, lake_only) if exists else None
-    schema = evolve(captured.source, captured.key, list(source_columns), lake_types, recorded)
+    schema = evolve(captured.source, captured.key, source_columns, lake_types, recorded)
+    schema = replace(schema, excluded=captured.exclude)
     return schema, to_backfill(lake_types, recorded, schema), not_in_table(lake_types, schema)
 
 

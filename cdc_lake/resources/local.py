@@ -64,6 +64,7 @@ def local_postgres(s: StackSettings, database: str | None = None) -> PostgresRes
         database=s.pg_database if database is None else database,
         user=s.pg_user,
         password=dg.EnvVar("CDC_LAKE_PG_PASSWORD"),
+        column_salt=dg.EnvVar("CDC_LAKE_COLUMN_SALT"),
         replication_user=s.replication_user,
         sslmode="disable",
     )

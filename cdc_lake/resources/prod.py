@@ -155,6 +155,9 @@ class ProdSettings:
                 replication_password_ref=(
                     msk.password_ref if msk else CdcConnectorSettings.replication_password_ref
                 ),
+                column_salt_ref=(
+                    msk.column_salt_ref if msk else CdcConnectorSettings.column_salt_ref
+                ),
             ),
             pg_user=pg_user,
             pg_sslmode=r.get("CDC_LAKE_PG_SSLMODE") or PG_SSLMODE,
@@ -193,7 +196,10 @@ def msk_deploy_settings(
     r.check("missing environment variables")
     assert msk is not None  # check raised otherwise
     return msk, CdcConnectorSettings(
-        **source, region=msk.region, replication_password_ref=msk.password_ref
+        **source,
+        region=msk.region,
+        replication_password_ref=msk.password_ref,
+        column_salt_ref=msk.column_salt_ref,
     )
 
 
@@ -229,6 +235,7 @@ def prod_resources(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
             database=src.pg_database,
             user=s.pg_user,
             password=dg.EnvVar("CDC_LAKE_PG_PASSWORD"),
+            column_salt=dg.EnvVar("CDC_LAKE_COLUMN_SALT"),
             replication_user=src.replication_user,
             sslmode=s.pg_sslmode,
         ),
@@ -242,6 +249,7 @@ def prod_resources(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
             region=s.region,
             # Resolved by the Connect worker's config provider, never by us.
             replication_password_ref=src.replication_password_ref,
+            column_salt_ref=src.column_salt_ref,
             s3_endpoint=None,
         ),
         "lake": LakeResource(

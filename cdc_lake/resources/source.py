@@ -23,6 +23,10 @@ class PostgresResource(dg.ConfigurableResource):
     password: str
     replication_user: str
     sslmode: str = "prefer"
+    # The salt the source connector hashes declared columns with (CapturedTable.hashed): the
+    # digest hashes the source's values the same way to compare them with the lake's. None: no
+    # table has hashed columns here.
+    column_salt: str | None = None
 
     def connect(self) -> PgConnection:
         try:

@@ -126,6 +126,7 @@ class CdcPipelineResource(dg.ConfigurableResource):
     region: str = _CONNECTOR["region"]
     # A config-provider reference, resolved by the Connect worker: never the secret itself.
     replication_password_ref: str = _CONNECTOR["replication_password_ref"]
+    column_salt_ref: str = _CONNECTOR["column_salt_ref"]
     # The S3 sink authenticates with the AWS SDK's default chain (the worker's environment
     # locally, the service execution role on MSK Connect): no keys in its config.
     s3_endpoint: str | None = _CONNECTOR["s3_endpoint"]

@@ -81,12 +81,34 @@ class CapturedTable:
     # The marts built from its lake table (``cdc_lake/defs/marts/``), by name: they join its
     # refresh job, and read its key from this declaration.
     marts: tuple[str, ...] = ()
+    # Column policies for personal data, applied by the source connector so that the value
+    # never enters Kafka (docs/column-policies.md). ``exclude``: the column is not captured at
+    # all (Debezium's column.exclude.list); the lake has no such column. ``hashed``: text
+    # columns whose values are replaced by a salted SHA-256, hex (the ``HashColumns`` transform,
+    # connectors/); equal values still join. Changing either later stops the refresh, naming
+    # the column, until the lake table is rebuilt (``cdc_lake/lake/schema/policy.py``).
+    exclude: tuple[str, ...] = ()
+    hashed: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         try:
             key_columns(self.key)
         except ValueError as e:
             raise ValueError(f"{self.source}: {e} (cdc_lake/source/captured.py)") from None
+        for policy, columns in (("exclude", self.exclude), ("hashed", self.hashed)):
+            if isinstance(columns, str) or not all(isinstance(c, str) and c for c in columns):
+                raise ValueError(
+                    f"{self.source}: {policy} is a tuple of column names, not {columns!r} "
+                    "(cdc_lake/source/captured.py)"
+                )
+        both = set(self.exclude) & set(self.hashed)
+        kept = set(self.keys) | {self.partition_from} - {""}
+        for column in sorted(both | (kept & (set(self.exclude) | set(self.hashed)))):
+            why = "both excluded and hashed" if column in both else "the key or a partition source"
+            raise ValueError(
+                f"{self.source}.{column}: a column policy cannot apply here: it is {why} "
+                "(cdc_lake/source/captured.py)"
+            )
         if self.replica_identity not in REPLICA_IDENTITIES:
             raise ValueError(
                 f"{self.source}: replica_identity {self.replica_identity!r} is not one of "
@@ -115,6 +137,8 @@ class CapturedTable:
             "sensor": self.sensor,
             "description": self.description,
             "marts": list(self.marts),
+            "exclude": list(self.exclude),
+            "hashed": list(self.hashed),
         }
 
     @classmethod
@@ -135,6 +159,8 @@ class CapturedTable:
             sensor=str(data.get("sensor", "")),
             description=str(data.get("description", "")),
             marts=tuple(str(m) for m in data.get("marts", ())),
+            exclude=tuple(str(c) for c in data.get("exclude", ())),
+            hashed=tuple(str(c) for c in data.get("hashed", ())),
         )
 
     @property
@@ -183,11 +209,14 @@ OUTBOX = CapturedTable(
     marts=("order_items",),
 )
 
-# Captured as it is, beside the outbox: a table needs its declaration and nothing else.
+# Captured beside the outbox: a table needs its declaration and nothing else. Its phone numbers
+# reach the lake hashed, and its fax numbers not at all.
 CUSTOMERS = CapturedTable(
     source="datalake.customers",
     key="customer_id",
     ddl_file="001_northwind.sql",
+    hashed=("phone",),
+    exclude=("fax",),
 )
 
 TABLES = (OUTBOX, CUSTOMERS)

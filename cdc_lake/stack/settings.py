@@ -8,7 +8,8 @@ Credentials are never written in code or committed config: on first use they are
 random and kept in ``<state>/credentials.json`` (mode 0600). ``CDC_LAKE_PG_PASSWORD``,
 ``CDC_LAKE_REPLICATION_PASSWORD``, ``CDC_LAKE_S3_ACCESS_KEY``, ``CDC_LAKE_S3_SECRET_KEY`` and
 ``CDC_LAKE_CONNECT_PASSWORD`` (the Kafka Connect REST API's basic auth) and
-``CDC_LAKE_KAFKA_PASSWORD`` (the Dagster side's Kafka user) override them.
+``CDC_LAKE_KAFKA_PASSWORD`` (the Dagster side's Kafka user) and ``CDC_LAKE_COLUMN_SALT`` (the salt
+of hashed columns) override them.
 
 Kafka authenticates every client and authorizes each request (``cdc_lake/stack/kafka_acls.py``):
 four users, each with a password of its own. ``broker`` is the broker itself (SASL/PLAIN, to its
@@ -77,6 +78,7 @@ class Credentials:
     kafka_connect_password: str
     kafka_password: str  # the Dagster side's
     kafka_tester_password: str  # the tests' and benchmarks'
+    column_salt: str  # of hashed columns (CapturedTable.hashed): Connect's and the digest's
 
     @staticmethod
     def load_or_create(path: Path) -> Credentials:
@@ -98,6 +100,7 @@ class Credentials:
             "kafka_password": stored.get("kafka_password") or secrets.token_urlsafe(18),
             "kafka_tester_password": stored.get("kafka_tester_password")
             or secrets.token_urlsafe(18),
+            "column_salt": stored.get("column_salt") or secrets.token_urlsafe(24),
         }
         if fresh != stored:
             write_private(path, json.dumps(fresh, indent=2))
@@ -108,6 +111,7 @@ class Credentials:
             "s3_secret_key": os.environ.get("CDC_LAKE_S3_SECRET_KEY"),
             "connect_password": os.environ.get("CDC_LAKE_CONNECT_PASSWORD"),
             "kafka_password": os.environ.get("CDC_LAKE_KAFKA_PASSWORD"),
+            "column_salt": os.environ.get("CDC_LAKE_COLUMN_SALT"),
         }
         fresh.update({k: v for k, v in env.items() if v})
         return Credentials(**fresh)
@@ -264,6 +268,8 @@ def local_secret_env(settings: StackSettings) -> dict[str, str]:
         "CDC_LAKE_S3_SECRET_KEY": c.s3_secret_key,
         "CDC_LAKE_CONNECT_PASSWORD": c.connect_password,
         "CDC_LAKE_KAFKA_PASSWORD": c.kafka_password,
+        # The digest hashes a hashed column as the source connector does (lake/digest.py).
+        "CDC_LAKE_COLUMN_SALT": c.column_salt,
         # Read by Spark's s3a (EnvironmentVariableCredentialsProvider) in the JVM.
         "AWS_ACCESS_KEY_ID": c.s3_access_key,
         "AWS_SECRET_ACCESS_KEY": c.s3_secret_key,

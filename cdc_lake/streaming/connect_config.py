@@ -10,11 +10,12 @@ published table, see ``sql/003_debezium.sql``) and acknowledges the LSN it has r
 replication slot keeps up with the WAL while the outbox is quiet. Signals: inserting into
 ``datalake.debezium_signal`` drives incremental snapshots (``cdc_lake/streaming/signals.py``).
 
-Secrets are never values here. The replication password is a config-provider reference,
-``${env:CDC_LAKE_REPLICATION_PASSWORD}`` (local Connect, whose provider resolves only that
-variable) or ``${secretsmanager:...}`` (MSK Connect), which the worker resolves when it starts
-the task. The S3 sink has no keys in its config anywhere: it uses the AWS SDK's default chain
-(the local worker's ``AWS_*`` variables, or MSK Connect's service execution role).
+Secrets are never values here. The replication password and the salt of hashed columns are
+config-provider references, ``${env:CDC_LAKE_REPLICATION_PASSWORD}`` and
+``${env:CDC_LAKE_COLUMN_SALT}`` (local Connect, whose provider resolves only those variables) or
+``${secretsmanager:...}`` (MSK Connect), which the worker resolves when it starts the task. The S3
+sink has no keys in its config anywhere: it uses the AWS SDK's default chain (the local worker's
+``AWS_*`` variables, or MSK Connect's service execution role).
 """
 
 from __future__ import annotations
@@ -62,6 +63,18 @@ def message_key_columns(tables: Sequence[CapturedTable]) -> str:
     primary key would otherwise get no key: its changes spread over the partitions, and
     incremental snapshots skip it)."""
     return ";".join(f"{t.source}:{','.join(t.keys)}" for t in tables)
+
+
+def excluded_columns(tables: Sequence[CapturedTable]) -> str:
+    """Debezium's ``column.exclude.list`` for ``tables``: a regular expression per excluded
+    column (``CapturedTable.exclude``), matched against ``<schema>.<table>.<column>``."""
+    return ",".join(re.escape(f"{t.source}.{c}") for t in tables for c in t.exclude)
+
+
+def hashed_columns(tables: Sequence[CapturedTable]) -> str:
+    """The ``HashColumns`` transform's ``columns``: ``<schema>.<table>.<column>`` per hashed
+    column (``CapturedTable.hashed``)."""
+    return ",".join(f"{t.source}.{c}" for t in tables for c in t.hashed)
 
 
 def connector_names(topic_prefix: str) -> tuple[str, str]:
@@ -124,6 +137,8 @@ class CdcConnectorSettings:
     topic_prefix: str = "cdc"
     # A config-provider reference, resolved by the Connect worker: never the secret itself.
     replication_password_ref: str = "${env:CDC_LAKE_REPLICATION_PASSWORD}"
+    # The salt of hashed columns, another reference (``salt.secret`` of ``HashColumns``).
+    column_salt_ref: str = "${env:CDC_LAKE_COLUMN_SALT}"
     raw_prefix: str = "cdc-events/"
     region: str = "us-east-1"
     slot_name: str = "cdc_lake_slot"
@@ -141,7 +156,7 @@ class CdcConnectorSettings:
         return tuple(topic_name(self.topic_prefix, t) for t in self.tables)
 
     def debezium(self) -> dict[str, str]:
-        return render_connector_config(
+        config = render_connector_config(
             DEBEZIUM_TEMPLATE,
             {
                 "publication": self.publication,
@@ -154,10 +169,16 @@ class CdcConnectorSettings:
                 "topic_prefix": self.topic_prefix,
                 "tables": ",".join(t.source for t in self.tables),
                 "key_columns": message_key_columns(self.tables),
+                "excluded_columns": excluded_columns(self.tables),
+                "hashed_columns": hashed_columns(self.tables),
+                "column_salt": self.column_salt_ref,
                 "heartbeat_interval_ms": self.heartbeat_interval_ms,
                 "unavailable_value": UNAVAILABLE_VALUE,
             },
         )
+        if not config["column.exclude.list"]:
+            del config["column.exclude.list"]  # Debezium reads an empty list as unset anyway
+        return config
 
     def s3_sink_local(self) -> dict[str, str]:
         return render_connector_config(

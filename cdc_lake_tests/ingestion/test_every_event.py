@@ -5,7 +5,9 @@ Debezium, Kafka, the S3 sink, Spark with Hudi), on a pipeline of its own (the fa
 1. an unchanged TOASTed value (22,400 characters of text in a column added to
    ``datalake.customers``) next to an update of another column, with the table's replica
    identity FULL (what the source asset sets for a table declared ``replica_identity="full"``):
-   the lake's value equals the source's, byte for byte;
+   the lake's value equals the source's, byte for byte. The customers' column policies hold
+   throughout: their phone reaches the lake as the salted hash of the source's, and no plain
+   phone or fax written here is in any topic record, raw file or Hudi file;
 2. the same with the table left DEFAULT, several updates of one customer in one batch: Debezium
    sends its placeholder, and the lake fills it in from the stored row
    (``cdc_lake/lake/unavailable.py``): equal byte for byte again;
@@ -31,6 +33,8 @@ Debezium, Kafka, the S3 sink, Spark with Hudi), on a pipeline of its own (the fa
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import json
 import secrets
 from collections.abc import Iterator
 from typing import Any
@@ -109,13 +113,40 @@ def refresh_and_match_customers(p: FaultPipeline) -> dg.AssetCheckEvaluation:
 
 def lake_customers(p: FaultPipeline, spark: SparkSession) -> dict[str, tuple]:
     path = f"s3a://{p.lake.lake_bucket}/{p.lake.table_prefix_of(CUSTOMERS)}"
-    rows = live_rows(read_table(spark, path)).select("customer_id", "phone", "fax", "notes")
+    table = read_table(spark, path)
+    assert "fax" not in table.columns  # excluded: the lake has no such column
+    rows = live_rows(table).select("customer_id", "phone", "notes")
     return {r[0]: tuple(r[1:]) for r in rows.collect()}
 
 
+def hashed(p: FaultPipeline, value: str | None) -> str | None:
+    """A hashed column's value as the source connector writes it (connectors/ HashColumns)."""
+    salt = p.stack.settings.credentials.column_salt
+    return None if value is None else hashlib.sha256((salt + value).encode()).hexdigest()
+
+
 def source_customers(p: FaultPipeline) -> dict[str, tuple]:
-    rows = sql(p, "SELECT rtrim(customer_id), phone, fax, notes FROM datalake.customers")
-    return {r[0]: tuple(r[1:]) for r in rows}
+    """The source's customers as the lake holds them: phone hashed, fax left out."""
+    rows = sql(p, "SELECT rtrim(customer_id), phone, notes FROM datalake.customers")
+    return {r[0]: (hashed(p, r[1]), r[2]) for r in rows}
+
+
+def plain_values_anywhere(p: FaultPipeline, values: list[str]) -> list[str]:
+    """Where any of ``values`` is found as it is: the customers topic's records, its raw files
+    and every file of the customers' Hudi table (data, logs and metadata)."""
+    topic = topic_name(p.cdc.topic_prefix, CUSTOMERS)
+    found = [f"topic record {r}" for r in read_all(p.reader_conf, topic)
+             if any(v in json.dumps(r) for v in values)]  # fmt: skip
+    places = (
+        (p.cdc.raw_bucket, f"{p.cdc.raw_prefix}{topic}/"),
+        (p.lake.lake_bucket, f"{p.lake.table_prefix_of(CUSTOMERS)}/"),
+    )
+    for bucket, prefix in places:
+        for page in p.s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
+            for obj in page.get("Contents", []):
+                body = p.s3.get_object(Bucket=bucket, Key=obj["Key"])["Body"].read()
+                found += [f"s3://{bucket}/{obj['Key']}" for v in values if v.encode() in body]
+    return found
 
 
 def details_table(
@@ -215,19 +246,25 @@ def test_toasted_values_and_truncates_reach_the_lake(pipeline: FaultPipeline, sp
     refresh_customers(p)
     assert lake_customers(p, spark) == source_customers(p)
 
-    # 1. FULL: an update of another column carries the whole row.
-    sql(p, "UPDATE datalake.customers SET phone = 'full 1' WHERE customer_id = %s", args=(first,))
+    # 1. FULL: an update of another column carries the whole row. The phone and fax written
+    # here are personal data, which the declaration hashes and excludes.
+    tag = secrets.token_hex(6)
+    plain = {n: f"{n} {tag}" for n in ("full 1", "default 1", "default 3", "fax 1", "fax 2")}
+    city = f"city {tag[:8]}"  # not personal: the search below must find it in each place
+    sql(p, "UPDATE datalake.customers SET phone = %s, fax = %s, city = %s WHERE customer_id = %s",
+        args=(plain["full 1"], plain["fax 1"], city, first))  # fmt: skip
     caught_up(p)
     meta = refresh_customers(p)
     assert meta["unavailable_lines_filled"] == 0
     lake, source = lake_customers(p, spark), source_customers(p)
-    assert lake[first.strip()] == ("full 1", None, notes[first]) == source[first.strip()]
+    full = (hashed(p, plain["full 1"]), notes[first])
+    assert lake[first.strip()] == full == source[first.strip()]
 
     # 2. DEFAULT: several updates of one customer in one batch, none touching the notes.
     sql(p, "ALTER TABLE datalake.customers REPLICA IDENTITY DEFAULT")
     for phone, fax in (("default 1", None), ("default 1", "fax 2"), ("default 3", "fax 2")):
         sql(p, "UPDATE datalake.customers SET phone = %s, fax = %s WHERE customer_id = %s",
-            args=(phone, fax, second))  # fmt: skip
+            args=(plain[phone], fax and plain[fax], second))  # fmt: skip
     caught_up(p)
     topic = topic_name(p.cdc.topic_prefix, CUSTOMERS)
     events = raw_events(p.s3, p.cdc.raw_bucket, p.cdc.raw_prefix, topic)
@@ -236,8 +273,18 @@ def test_toasted_values_and_truncates_reach_the_lake(pipeline: FaultPipeline, sp
     meta = refresh_customers(p)
     assert meta["unavailable_lines_filled"] == 3
     lake, source = lake_customers(p, spark), source_customers(p)
-    assert lake[second.strip()] == ("default 3", "fax 2", notes[second]) == source[second.strip()]
+    default = (hashed(p, plain["default 3"]), notes[second])
+    assert lake[second.strip()] == default == source[second.strip()]
     assert lake == source
+    # The lake holds the hashes, and the plain values are nowhere past the source: the
+    # connector hashed and excluded them before they entered Kafka.
+    assert all(v is None or len(v) == 64 for v, _ in lake.values())
+    assert "fax" not in events[-1] and events[-1]["phone"] == hashed(p, plain["default 3"])
+    assert plain_values_anywhere(p, list(plain.values())) == []
+    seen = plain_values_anywhere(p, [city])
+    assert any(w.startswith("topic record") for w in seen), seen
+    assert any(p.cdc.raw_bucket in w for w in seen), seen
+    assert any(p.lake.lake_bucket in w and w.endswith(".parquet") for w in seen), seen
 
     # 3. Leftovers: two customers deleted while the table was out of the publication.
     sql(p, "INSERT INTO datalake.customers (customer_id, company_name) "
@@ -333,7 +380,7 @@ def test_toasted_values_and_truncates_reach_the_lake(pipeline: FaultPipeline, sp
     assert len(markers) == 1
     meta = refresh_customers(p)
     assert meta["rows_truncated"] == len(lake)
-    assert lake_customers(p, spark) == source_customers(p) == {"AFTER": (None, None, "kept")}
+    assert lake_customers(p, spark) == source_customers(p) == {"AFTER": (None, "kept")}
     outbox = p.refresh()
     assert outbox["rows_truncated"] > 0
     diff = p.compare(spark)

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import uuid
 from datetime import UTC, date, datetime, timedelta
@@ -252,6 +253,39 @@ def test_spark_and_postgres_hash_floats_alike(pg, spark):
         spark_digest(as_double, schema=schema),
     )
     assert diff.content_buckets == (0,) and diff.key_buckets == ()
+
+
+def test_postgres_hashes_a_hashed_column_as_the_source_connector_does(pg, spark):
+    """A hashed column (``CapturedTable.hashed``): the lake holds the connector's hash, the
+    SHA-256 of the salt's then the value's UTF-8 bytes, in hex; PostgreSQL computes the same
+    from the plain value with the salt, so the digests match. Without the salt, no digest."""
+    from cdc_lake.lake.schema import SourceColumn, initial
+
+    columns = [SourceColumn("id", "bigint", False), SourceColumn("phone", "text", hashed=True)]
+    schema = initial("digest_hashed", "id", columns)
+    values = ["+33 1 23 45 67 89", "Zürich ☎ 0041", "", None]
+    salt = "salt ünïcode " + uuid.uuid4().hex
+
+    def connector_hash(v: str | None) -> str | None:
+        return None if v is None else hashlib.sha256((salt + v).encode()).hexdigest()
+
+    with pg.cursor() as cur:
+        cur.execute("CREATE TEMP TABLE digest_hashed (id bigint, phone text)")
+        for i, v in enumerate(values):
+            cur.execute("INSERT INTO digest_hashed VALUES (%s, %s)", (i, v))
+    pg.commit()
+    lake = spark.createDataFrame(
+        [(i, connector_hash(v)) for i, v in enumerate(values)], "id bigint, phone string"
+    )
+    source = source_digest(pg, table="digest_hashed", schema=schema, salt=salt)
+    assert compare_digests(source, spark_digest(lake, schema=schema)).equal
+    # Another salt, or the plain values in the lake, are content differences.
+    other = source_digest(pg, table="digest_hashed", schema=schema, salt=salt + "x")
+    assert compare_digests(other, spark_digest(lake, schema=schema)).content_buckets
+    plain = spark.createDataFrame(list(enumerate(values)), "id bigint, phone string")
+    assert compare_digests(source, spark_digest(plain, schema=schema)).content_buckets
+    with pytest.raises(ValueError, match="phone are hashed .* CDC_LAKE_COLUMN_SALT"):
+        source_digest(pg, table="digest_hashed", schema=schema)
 
 
 # timestamp without time zone at both of Debezium's precisions: before 1970, leap day,

@@ -6,8 +6,10 @@ the source, by the digest both sides compute and row by row."""
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -19,7 +21,7 @@ from cdc_lake.lake.ingest import ingest_new_files
 from cdc_lake.lake.ordering import live_rows
 from cdc_lake.lake.raw_lines import RawSource
 from cdc_lake.lake.readers import read_table
-from cdc_lake.lake.schema import columns_from_catalog
+from cdc_lake.lake.schema import SchemaChangeError, columns_from_catalog
 from cdc_lake.lake.table_state import evaluate
 from cdc_lake.source.captured import CUSTOMERS, OUTBOX, TABLES, CapturedTable, captured
 from cdc_lake.stack import LocalStack
@@ -107,7 +109,8 @@ def test_customers_reach_a_lake_table_of_their_own(
     assert first.files and all(f.key.startswith(f"{cdc.raw_prefix}{topic}/") for f in first.files)
     state = evaluate(spark, table, None, schema=first.schema)
     assert state is not None and state.duplicated_keys == 0
-    diff = compare_digests(source_digest(pg, schema=first.schema), state.digest)
+    salt = s.credentials.column_salt
+    diff = compare_digests(source_digest(pg, schema=first.schema, salt=salt), state.digest)
     assert diff.equal, diff
     lake = {
         r["customer_id"]: tuple(r[c.strip()] for c in COLUMNS.split(",")[1:])
@@ -131,7 +134,7 @@ def test_customers_reach_a_lake_table_of_their_own(
     assert second.schema is not None
     followed = evaluate(spark, table, state.digest, schema=second.schema)
     assert followed is not None and followed.mode == "incremental"
-    diff = compare_digests(source_digest(pg, schema=second.schema), followed.digest)
+    diff = compare_digests(source_digest(pg, schema=second.schema, salt=salt), followed.digest)
     assert diff.equal, diff
     lake = {
         r["customer_id"]: r["city"] for r in live_rows(read_table(spark, table.base_path)).collect()
@@ -145,3 +148,43 @@ def test_customers_reach_a_lake_table_of_their_own(
     assert again.schema is not None
     replayed = evaluate(spark, table, followed.digest, schema=again.schema)
     assert replayed is not None and replayed.digest["digest"] == followed.digest["digest"]
+
+    # A column policy changed after the table was written stops the next refresh before it
+    # writes anything, naming the column; under the declared policies it then goes on.
+    with pg.cursor() as cur:
+        cur.execute(
+            "UPDATE datalake.customers SET city = 'Oslo' WHERE customer_id = %s", (f"Z{tag}2",)
+        )
+    pg.commit()
+    _caught_up(resources, topic)
+    changes = {
+        "phone is no longer hashed": replace(CUSTOMERS, hashed=()),
+        "fax is no longer excluded": replace(CUSTOMERS, exclude=()),
+        "city is now hashed": replace(CUSTOMERS, hashed=("phone", "city")),
+        "city is now excluded": replace(CUSTOMERS, exclude=("fax", "city")),
+    }
+    for said, changed in changes.items():
+        with pytest.raises(SchemaChangeError, match=f"a column policy changed: {said}"):
+            ingest_new_files(spark, client, source, table, source_columns=columns, captured=changed)
+    third = ingest_new_files(
+        spark, client, source, table, source_columns=columns, captured=CUSTOMERS
+    )
+    assert third.committed is not None and third.committed.updates == 1
+
+
+def test_the_salt_is_only_a_reference_in_connect(ingested, resources: dict, local_stack):
+    """The source connector's config holds the salt's reference, never the salt, and the worker
+    logs neither it nor the plain config."""
+    s = local_stack.settings
+    salt = s.credentials.column_salt
+    connect = resources["kafka_connect"].client()
+    config = connect.config(resources["cdc"].source_connector_name)
+    assert config is not None
+    assert config["transforms.hash.salt.secret"] == "${env:CDC_LAKE_COLUMN_SALT}"
+    assert config["transforms.hash.columns"] == "datalake.customers.phone"
+    assert config["column.exclude.list"] == r"datalake\.customers\.fax"
+    assert salt not in json.dumps(config)
+    logs = [f.read_text(errors="replace") for f in s.logs_dir.glob("connect*") if f.is_file()]
+    assert logs and not any(salt in text for text in logs)
+    # Debezium logs its task's resolved config at start: the salt's key is there, masked.
+    assert any("transforms.hash.salt.secret = ********" in text for text in logs)

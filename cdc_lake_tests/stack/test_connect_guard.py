@@ -132,3 +132,30 @@ def test_the_guard_keeps_the_secret_in_its_place(local_stack: LocalStack, connec
     assert status == 400 and "PATCH" in body, body
     status, body = connect.call("GET", "/connectors")
     assert status == 200 and "probe" not in body, body
+
+
+def test_the_salt_goes_only_into_a_hash_transform(local_stack: LocalStack, connect: Connect):
+    """The salt of hashed columns (docs/column-policies.md) may be referred to in the
+    ``salt.secret`` of a ``HashColumns`` transform only, which hashes with it and never writes
+    it out; the validate answer hides it. Anywhere else, 400 naming the field."""
+    debezium = connector_class(DEBEZIUM_TEMPLATE)
+    salt_ref = "${env:CDC_LAKE_COLUMN_SALT}"
+    salt = local_stack.settings.credentials.column_salt
+    path = f"/connector-plugins/{debezium}/config/validate"
+    config = {"connector.class": debezium, "name": "probe", "database.password": ALLOWED,
+              **_pinned(local_stack), "transforms": "h",
+              "transforms.h.type": "io.cdclake.connect.HashColumns",
+              "transforms.h.columns": "datalake.customers.phone",
+              "transforms.h.salt.secret": salt_ref}  # fmt: skip
+    status, body = connect.call("PUT", path, config)
+    assert status == 200 and salt not in body, body
+    elsewhere = {"transforms.h.columns": salt_ref,
+                 "transforms.h.type": "org.apache.kafka.connect.transforms.InsertField$Value",
+                 "database.dbname": salt_ref}  # fmt: skip
+    for field, value in elsewhere.items():
+        probe = {**config, field: value}
+        if field == "transforms.h.type":
+            probe["transforms.h.static.field"], probe["transforms.h.static.value"] = "s", "v"
+        status, body = connect.call("PUT", path, probe)
+        expected = "transforms.h.salt.secret" if field == "transforms.h.type" else field
+        assert status == 400 and f"'{expected}'" in body and salt not in body, (field, body)

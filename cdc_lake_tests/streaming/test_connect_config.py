@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from typing import Any
 
 import pytest
 
@@ -94,3 +95,37 @@ def test_every_record_is_keyed_by_its_tables_declared_key(settings: CdcConnector
         "datalake.cdc_events:order_id;datalake.audit_log:id;"
         "datalake.order_details:order_id,product_id"
     )
+
+
+def test_column_policies_reach_the_source_connector(settings: CdcConnectorSettings):
+    """Excluded columns in Debezium's column.exclude.list (escaped regexes), hashed ones in our
+    transform, which runs on the envelope (after the truncate marker, before the unwrap), with
+    the salt as a reference only."""
+    cfg = settings.debezium()
+    assert cfg["column.exclude.list"] == r"datalake\.customers\.fax"
+    assert cfg["transforms"] == "truncate,hash,unwrap"
+    assert cfg["transforms.hash.type"] == "io.cdclake.connect.HashColumns"
+    assert cfg["transforms.hash.columns"] == "datalake.customers.phone"
+    assert cfg["transforms.hash.salt.secret"] == "${env:CDC_LAKE_COLUMN_SALT}"
+    people = CapturedTable(
+        source="datalake.people", key="id", ddl_file="", exclude=("a.b", "c"), hashed=("d",)
+    )
+    plain = replace(settings, tables=(OUTBOX,)).debezium()
+    assert "column.exclude.list" not in plain and plain["transforms.hash.columns"] == ""
+    cfg = replace(settings, tables=(OUTBOX, people)).debezium()
+    assert cfg["column.exclude.list"] == r"datalake\.people\.a\.b,datalake\.people\.c"
+    assert cfg["transforms.hash.columns"] == "datalake.people.d"
+
+
+def test_a_policy_cannot_cover_the_key_or_both_ways():
+    def people(**policy: Any) -> CapturedTable:
+        return CapturedTable(source="datalake.people", key="id", ddl_file="", **policy)
+
+    for bad, said in (
+        ({"exclude": ("id",)}, "the key"),
+        ({"hashed": ("id",)}, "the key"),
+        ({"exclude": ("a",), "hashed": ("a",)}, "both excluded and hashed"),
+        ({"exclude": "a"}, "a tuple of column names"),
+    ):
+        with pytest.raises(ValueError, match=said):
+            people(**bad)

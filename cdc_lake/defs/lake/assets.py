@@ -54,6 +54,8 @@ from cdc_lake.lake.schema import (
     LakeSchema,
     SchemaChangeError,
     SourceColumn,
+    captured_columns,
+    catalog_columns,
     columns_from_catalog,
     describe_change,
     initial,
@@ -216,7 +218,7 @@ def _with_source_keys(
     key = f"{lake.table_prefix_of(k.table)}_reconcile/{context.run.run_id}.keys"
     conn = postgres.connect()
     try:
-        schema = initial(k.table.source, k.table.key, columns_from_catalog(conn, k.table.source))
+        schema = initial(k.table.source, k.table.key, catalog_columns(conn, k.table))
         keys, n = write_source_keys(
             conn, s3.get_client(), lake.lake_bucket, key, lake.uri(key), schema
         )
@@ -231,16 +233,18 @@ def _source_columns(
 ) -> list[SourceColumn] | None:
     """The source table's columns from its catalog; None, with a warning, when the source or
     the table cannot be reached: the refresh then keeps the lake's recorded columns, and a raw
-    line with a field they lack still stops it (``cdc_lake/lake/ingest.py``)."""
+    line with a field they lack still stops it (``cdc_lake/lake/ingest.py``). A column policy
+    naming a column the source lacks stops the refresh (``captured_columns``)."""
     try:
         conn = postgres.connect()
         try:
-            return columns_from_catalog(conn, table.source)
+            columns = columns_from_catalog(conn, table.source)
         finally:
             conn.close()
     except (ConnectionError, SchemaChangeError) as e:
         context.log.warning(f"the source's columns cannot be read, the lake keeps its own: {e}")
         return None
+    return captured_columns(table, columns)
 
 
 def schema_metadata(schema: LakeSchema) -> dict[str, dg.MetadataValue]:

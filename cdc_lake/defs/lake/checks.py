@@ -31,7 +31,7 @@ from cdc_lake.defs.keys import KEYS, TableKeys
 from cdc_lake.lake.checkpoint import Checkpoint, is_legacy, pending
 from cdc_lake.lake.diff import RowDifferences, buckets_to_read, describe, write_source_rows
 from cdc_lake.lake.digest import BUCKETS, VERSION, compare_digests, source_digest
-from cdc_lake.lake.schema import LakeSchema, columns_from_catalog, compare, initial
+from cdc_lake.lake.schema import LakeSchema, catalog_columns, compare, initial
 from cdc_lake.raw.objects import RawLayout
 from cdc_lake.resources.lake import LakeResource
 from cdc_lake.resources.source import PostgresResource
@@ -77,7 +77,9 @@ def _differing_rows(
     client = s3.get_client()
     conn = postgres.connect()
     try:
-        n = write_source_rows(conn, client, lake.lake_bucket, key, schema, BUCKETS, chosen)
+        n = write_source_rows(
+            conn, client, lake.lake_bucket, key, schema, BUCKETS, chosen, postgres.column_salt
+        )
     finally:
         conn.close()
     context.log.info(f"naming the differing rows: {n:,} source rows in buckets {list(chosen)}")
@@ -145,7 +147,7 @@ def lake_checks(k: TableKeys) -> list[dg.AssetChecksDefinition]:
         conn = postgres.connect()
         try:
             table = k.table
-            columns = initial(table.source, table.key, columns_from_catalog(conn, table.source))
+            columns = initial(table.source, table.key, catalog_columns(conn, table))
             if columns.digest_signature() != lake_digest.get("columns"):
                 added = sorted(
                     set(columns.digest_signature()) - set(lake_digest.get("columns", []))
@@ -161,7 +163,9 @@ def lake_checks(k: TableKeys) -> list[dg.AssetChecksDefinition]:
                     description="the source's columns changed since the lake's last refresh: "
                     "refresh the lake (schema_matches_source tells what changed)",
                 )
-            source = source_digest(conn, lake_digest["buckets"], schema=columns)
+            source = source_digest(
+                conn, lake_digest["buckets"], schema=columns, salt=postgres.column_salt
+            )
         finally:
             conn.close()
         diff = compare_digests(source, lake_digest)
@@ -243,7 +247,7 @@ def lake_checks(k: TableKeys) -> list[dg.AssetChecksDefinition]:
         lake = LakeSchema.from_json(recorded)
         conn = postgres.connect()
         try:
-            source = columns_from_catalog(conn, k.table.source)
+            source = catalog_columns(conn, k.table)
         finally:
             conn.close()
         diff = compare(source, lake)

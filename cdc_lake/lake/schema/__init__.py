@@ -13,11 +13,15 @@ Which module holds what
       rules it follows, ``initial``, ``from_lake_types``, ``to_backfill``, ``not_in_table``),
       the lake's columns against the source's (``compare``), and a change in a line
       (``describe_change``).
+    - ``policy``: the column policies (``CapturedTable.exclude``, ``hashed``): the source's
+      columns as the lake takes them (``captured_columns``, ``catalog_columns``) and a policy
+      changed since the table was written (``check_policy``).
     - ``spark_types``: the Spark type of a DDL type name (``spark_type``), a raw field as the
       lake column, and a missing value as Debezium writes it (``raw_missing_value``).
 
 The modules import one way only: ``source`` imports ``columns``; ``evolution`` imports ``model``
-and ``columns``; ``model`` imports ``spark_types``, which imports ``columns``. Code outside the
+and ``columns``; ``model`` imports ``spark_types``, which imports ``columns``; ``policy``
+imports ``columns``, ``model`` and ``source``. Code outside the
 package imports the names below from here.
 """
 
@@ -47,6 +51,7 @@ from cdc_lake.lake.schema.evolution import (
     to_backfill,
 )
 from cdc_lake.lake.schema.model import SCHEMA_KEY, LakeSchema, schema_json
+from cdc_lake.lake.schema.policy import captured_columns, catalog_columns, check_policy
 from cdc_lake.lake.schema.source import columns_from_catalog, columns_from_ddl
 from cdc_lake.lake.schema.spark_types import raw_missing_value, spark_type
 
@@ -64,6 +69,9 @@ __all__ = [
     "SchemaDiff",
     "SourceColumn",
     "UnsupportedColumnError",
+    "captured_columns",
+    "catalog_columns",
+    "check_policy",
     "columns_from_catalog",
     "columns_from_ddl",
     "compare",

@@ -43,6 +43,9 @@ KINDS: dict[str, Kind] = {
         Kind("text", "string", "string", "string"),
         # bpchar: blank padded in PostgreSQL, trimmed in the lake and the digest.
         Kind("trimmed", "string", "string", "string"),
+        # A text column hashed by the source connector (CapturedTable.hashed): the hex of a
+        # salted SHA-256, compared by the digest with the same hash computed in PostgreSQL.
+        Kind("hashed", "string", "string", "string"),
         # jsonb as PostgreSQL prints it, which is what Debezium sends and the lake keeps.
         Kind("json", "string", "string", "string"),
         # decimal.handling.mode=string: the exact text, kept as text.
@@ -106,6 +109,8 @@ class SourceColumn:
     # PostgreSQL's text of the value that rows stored before the column was added read as
     # (``ADD COLUMN ... DEFAULT`` with a non-volatile default: the catalog's attmissingval).
     missing_value: str | None = None
+    # Hashed by the source connector (``cdc_lake/lake/schema/policy.py``): its kind is "hashed".
+    hashed: bool = False
 
     @property
     def base_type(self) -> str:
@@ -120,6 +125,8 @@ class SourceColumn:
     @property
     def kind(self) -> str | None:
         kind = PG_KINDS.get(self.base_type)
+        if self.hashed and kind == "text":
+            return "hashed"
         p = self.precision
         if self.base_type == "float":  # float(p): real up to 24 bits of precision
             return "float4" if p is not None and p <= 24 else "float8"

@@ -31,6 +31,10 @@ class LakeSchema:
     keys: tuple[str, ...]
     columns: tuple[LakeColumn, ...]
     version: int = 1
+    # The source's columns the declaration excludes (CapturedTable.exclude), as the lake was
+    # written: a column excluded later, or no longer, is a policy change
+    # (``cdc_lake/lake/schema/policy.py``).
+    excluded: tuple[str, ...] = ()
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -68,6 +72,7 @@ class LakeSchema:
                 }
                 for c in self.columns
             ],
+            **({"excluded": list(self.excluded)} if self.excluded else {}),
         }
 
     @classmethod
@@ -86,6 +91,7 @@ class LakeSchema:
                 )
                 for c in data["columns"]
             ),
+            excluded=tuple(str(c) for c in data.get("excluded", ())),
         )
 
     # Spark

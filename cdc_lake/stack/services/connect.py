@@ -30,8 +30,9 @@ class KafkaConnect(JavaService):
     connectors need (``allowlist.pattern`` of ``EnvVarConfigProvider``); any other reference
     stays unresolved, so no caller can make the worker echo another variable (the validate
     endpoint puts resolved values in error messages). ``GUARD`` (``connectors/rest-guard``)
-    lets that one reference into Debezium's ``database.password`` only, with the connector
-    pointed at this stack's PostgreSQL; any other reference, anywhere, gets 400. The S3 sink
+    lets the first into Debezium's ``database.password`` only, with the connector pointed at
+    this stack's PostgreSQL, and the salt into a ``HashColumns`` transform's ``salt.secret``
+    only; any other reference, anywhere, gets 400. The S3 sink
     reads its keys from the AWS SDK's default chain (``AWS_ACCESS_KEY_ID`` and
     ``AWS_SECRET_ACCESS_KEY`` in the worker's environment), as on MSK Connect, so they are not
     resolvable through the provider.
@@ -42,8 +43,9 @@ class KafkaConnect(JavaService):
     main_class = "org.apache.kafka.connect.cli.ConnectDistributed"
     classpath = "connect"
     heap = "1g"
-    # The only variables ${env:...} resolves: the Debezium connector's replication password.
-    PROVIDER_ENV = ("CDC_LAKE_REPLICATION_PASSWORD",)
+    # The only variables ${env:...} resolves: the Debezium connector's replication password and
+    # the salt of its HashColumns transform.
+    PROVIDER_ENV = ("CDC_LAKE_REPLICATION_PASSWORD", "CDC_LAKE_COLUMN_SALT")
     GUARD = "io.cdclake.connect.rest.SecretReferenceGuard"
 
     @property
@@ -99,6 +101,8 @@ class KafkaConnect(JavaService):
             f"cdclake.guard.connector.class={connector_class(DEBEZIUM_TEMPLATE)}\n"
             f"cdclake.guard.pinned.database.hostname={self.s.host}\n"
             f"cdclake.guard.pinned.database.port={self.s.port('postgres')}\n"
+            # ... and the salt reference, only in the salt.secret of a HashColumns transform.
+            f"cdclake.guard.salt.variable={self.PROVIDER_ENV[1]}\n"
             f"plugin.path={self.s.plugin_path}\n"
             "key.converter=org.apache.kafka.connect.json.JsonConverter\n"
             "value.converter=org.apache.kafka.connect.json.JsonConverter\n"
@@ -130,6 +134,7 @@ class KafkaConnect(JavaService):
         c = self.s.credentials
         return {
             "CDC_LAKE_REPLICATION_PASSWORD": c.replication_password,
+            "CDC_LAKE_COLUMN_SALT": c.column_salt,
             # The S3 sink's credentials, through the AWS SDK's default chain.
             "AWS_ACCESS_KEY_ID": c.s3_access_key,
             "AWS_SECRET_ACCESS_KEY": c.s3_secret_key,

@@ -265,6 +265,8 @@ class Postgres(Service):
             "replication_user": self.s.replication_user,
             "replication_password": self.s.credentials.replication_password,
             "replication_dsn": self.s.pg_dsn(self.s.replication_user),
+            # What the source connector hashes columns with (docs/column-policies.md).
+            "column_salt": self.s.credentials.column_salt,
             "data_dir": str(self.data),
         }
 

@@ -24,7 +24,7 @@ SECRETS_PROVIDER_CLASS = "com.amazonaws.kafka.config.providers.SecretsManagerCon
 
 # Keys whose values are credentials; they may only hold a ${provider:...} reference.
 SECRET_KEY = re.compile(
-    r"password|passwd|passphrase|secret|token|credential|jaas|"
+    r"password|passwd|passphrase|secret|token|credential|jaas|salt|"
     r"access\.key|key\.id|private\.key|api\.key",
     re.IGNORECASE,
 )

@@ -195,6 +195,11 @@ class MskConnectSettings:
     def password_ref(self) -> str:
         return secrets_manager_ref(self.db_secret, self.db_secret_key)
 
+    @property
+    def column_salt_ref(self) -> str:
+        """The salt of hashed columns: the key ``column_salt`` of the same secret."""
+        return secrets_manager_ref(self.db_secret, "column_salt")
+
     def kafka_cluster(self) -> dict[str, Any]:
         vpc: dict[str, Any] = {"subnets": list(self.subnet_ids)}
         if self.security_group_ids:

@@ -39,6 +39,7 @@ def cdc(msk: MskConnectSettings) -> CdcConnectorSettings:
         pg_database="cdc_lake",
         replication_user="cdc_replication",
         replication_password_ref=msk.password_ref,
+        column_salt_ref=msk.column_salt_ref,
         raw_bucket="cdc-raw-prod",
         raw_prefix="cdc-events/",
         region=REGION,

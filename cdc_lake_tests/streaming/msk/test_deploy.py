@@ -47,6 +47,11 @@ def test_deploy_refuses_a_literal_password_before_any_aws_call(
     literal = CdcConnectorSettings(**{**cdc.__dict__, "replication_password_ref": "hunter2"})
     with pytest.raises(ValueError, match=f"connector {SOURCE}: 'database.password'"):
         deploy_to_msk_connect(client, None, msk, literal, dirs, sleep=no_sleep)
+    # The salt of hashed columns likewise: a literal, or the local stack's env reference.
+    for salt in ("pepper", "${env:CDC_LAKE_COLUMN_SALT}"):
+        literal = CdcConnectorSettings(**{**cdc.__dict__, "column_salt_ref": salt})
+        with pytest.raises(ValueError, match=f"connector {SOURCE}: 'transforms.hash.salt.secret"):
+            deploy_to_msk_connect(client, None, msk, literal, dirs, sleep=no_sleep)
 
 
 def test_first_deploy_creates_plugins_worker_config_and_connectors(
@@ -57,6 +62,9 @@ def test_first_deploy_creates_plugins_worker_config_and_connectors(
     source_config, sink_config = expected_configs(cdc)
     # The rendered Debezium config carries only a reference to the password.
     assert source_config["database.password"] == PASSWORD_REF
+    assert source_config["transforms.hash.salt.secret"] == (
+        "${secretsmanager:cdc-lake/replication:column_salt}"
+    )
     assert "aws.access.key.id" not in sink_config and "aws.s3.endpoint" not in sink_config
     stub_new_plugin(stub, dbz)
     stub_new_plugin(stub, sink)

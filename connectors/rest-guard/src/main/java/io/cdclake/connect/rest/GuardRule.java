@@ -2,22 +2,34 @@ package io.cdclake.connect.rest;
 
 import java.util.Map;
 import java.util.TreeMap;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
-/** Which connector config may hold the one allowed secret reference, and where it must point. */
+/**
+ * Which connector config may hold the allowed secret references, and where they must be: the
+ * replication password in one key of one connector class, pointed at the stack's database;
+ * and, if the worker names one, the column-hashing salt in the {@code salt.secret} of a
+ * {@code HashColumns} transform, which only ever hashes with it (it never writes the salt out).
+ */
 final class GuardRule {
     static final String PREFIX = "cdclake.guard.";
     static final String PINNED = PREFIX + "pinned.";
+    static final String HASH_TRANSFORM = "io.cdclake.connect.HashColumns";
+    private static final Pattern TRANSFORM_SALT = Pattern.compile("transforms\\.([^.]+)\\.salt\\.secret");
 
     final String reference;
     final String key;
     final String connectorClass;
     final Map<String, String> pinned;
+    final String saltReference;  // null: no salt reference is allowed
 
-    GuardRule(String reference, String key, String connectorClass, Map<String, String> pinned) {
+    GuardRule(String reference, String key, String connectorClass, Map<String, String> pinned,
+              String saltReference) {
         this.reference = reference;
         this.key = key;
         this.connectorClass = connectorClass;
         this.pinned = pinned;
+        this.saltReference = saltReference;
     }
 
     static GuardRule from(Map<String, ?> configs) {
@@ -30,8 +42,11 @@ final class GuardRule {
         // Built here: written whole in the worker's properties, the worker would resolve it.
         String reference = "${" + required(configs, "secret.provider") + ":"
             + required(configs, "secret.variable") + "}";
-        return new GuardRule(
-            reference, required(configs, "secret.key"), required(configs, "connector.class"), pinned);
+        Object saltVariable = configs.get(PREFIX + "salt.variable");
+        String salt = saltVariable == null || String.valueOf(saltVariable).isBlank() ? null
+            : "${" + required(configs, "secret.provider") + ":" + saltVariable + "}";
+        return new GuardRule(reference, required(configs, "secret.key"),
+            required(configs, "connector.class"), pinned, salt);
     }
 
     private static String required(Map<String, ?> configs, String name) {
@@ -50,6 +65,9 @@ final class GuardRule {
             if (value == null || !value.contains("${")) {
                 continue;
             }
+            if (isSaltOfHashTransform(e.getKey(), value, config)) {
+                continue;
+            }
             String cls = config.get("connector.class");
             boolean allowedClass = isAllowedClass(cls) && (pluginInPath == null || isAllowedClass(pluginInPath));
             if (!(e.getKey().equals(key) && value.equals(reference) && allowedClass)) {
@@ -64,6 +82,12 @@ final class GuardRule {
             }
         }
         return null;
+    }
+
+    private boolean isSaltOfHashTransform(String name, String value, Map<String, String> config) {
+        Matcher m = TRANSFORM_SALT.matcher(name);
+        return saltReference != null && value.equals(saltReference) && m.matches()
+            && HASH_TRANSFORM.equals(config.get("transforms." + m.group(1) + ".type"));
     }
 
     private boolean isAllowedClass(String name) {

@@ -1,0 +1,99 @@
+"""Column policies (``CapturedTable.exclude`` and ``hashed``): the source's columns as the lake
+takes them, and a policy change, which stops a refresh.
+
+What the source connector does (``cdc_lake/streaming/connect_config.py``): an excluded column is
+left out of every change event (Debezium's ``column.exclude.list``), and a hashed one carries
+the hex of a salted SHA-256 of its value (the ``HashColumns`` transform in ``connectors/``).
+Neither plain value enters Kafka, the raw files or the lake.
+
+What follows here:
+    - the lake has no excluded column: ``captured_columns`` drops it from the source's;
+    - a hashed column is of kind ``hashed`` (a text column: only text can be hashed), which the
+      digest hashes in PostgreSQL with the same salt (``cdc_lake/lake/digest.py``), so
+      ``matches_source`` still compares every value;
+    - a policy changed after the lake table was written (``check_policy``) stops the refresh
+      before anything is written, naming the column: the lake holds values written under the
+      old policy (plain values of a column now hashed or excluded, hashes of a column no longer
+      hashed, no values for a column no longer excluded), which no later change event fixes
+      for the rows that do not change. The way forward is a new lake table
+      (docs/column-policies.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+from cdc_lake.lake.schema.columns import SchemaChangeError, SourceColumn
+from cdc_lake.lake.schema.model import LakeSchema
+from cdc_lake.lake.schema.source import columns_from_catalog
+from cdc_lake.source.captured import CapturedTable
+
+WAY_FORWARD = (
+    "Nothing was committed. Way forward: declare the policy as it was "
+    "(cdc_lake/source/captured.py), or write a new lake table under the new one: "
+    "LakeResource(lake_prefix=...), then `cdc-lake source resnapshot --all --table {table}` "
+    "(docs/column-policies.md)."
+)
+
+
+def captured_columns(
+    table: CapturedTable, source: Sequence[SourceColumn], *, strict: bool = True
+) -> list[SourceColumn]:
+    """The source's columns as the lake takes them: excluded ones left out, hashed ones marked.
+    ``strict``: a policy naming a column the source lacks is an error (a typo would leave a
+    column unhashed); off where the columns are the lake's own, which lack the excluded."""
+    names = {c.name for c in source}
+    if strict:
+        for column in (*table.exclude, *table.hashed):
+            if column not in names:
+                raise SchemaChangeError(
+                    f"{table.source}.{column}: a column policy names it, but the source has no "
+                    "such column. Nothing was committed. Fix the declaration "
+                    "(cdc_lake/source/captured.py)."
+                )
+    out: list[SourceColumn] = []
+    for c in source:
+        if c.name in table.exclude:
+            continue
+        if c.name in table.hashed:
+            if c.kind not in ("text", "hashed"):
+                raise SchemaChangeError(
+                    f"{table.source}.{c.name}: declared hashed, but it is {c.pg_type}: only text "
+                    "columns (text, varchar, uuid) can be hashed. Nothing was committed. Fix the "
+                    "declaration (cdc_lake/source/captured.py), or exclude the column."
+                )
+            c = replace(c, hashed=True)
+        out.append(c)
+    return out
+
+
+def check_policy(table: CapturedTable, recorded: LakeSchema | None) -> None:
+    """Raise ``SchemaChangeError`` naming the columns whose policy differs from the one the lake
+    table ``recorded`` was written under; nothing for a new table."""
+    if recorded is None:
+        return
+    live = {c.name: c for c in recorded.live}
+    changes: list[str] = []
+    for name in table.exclude:
+        if name in live:
+            changes.append(f"{name} is now excluded, but the lake holds its values")
+    for name in recorded.excluded:
+        if name not in table.exclude:
+            changes.append(f"{name} is no longer excluded, but the lake has none of its values")
+    for name, column in live.items():
+        if column.kind == "hashed" and name not in table.hashed:
+            changes.append(f"{name} is no longer hashed, but the lake holds its hashes")
+        if column.kind != "hashed" and name in table.hashed:
+            changes.append(f"{name} is now hashed, but the lake holds its plain values")
+    if changes:
+        raise SchemaChangeError(
+            f"{table.source}: a column policy changed: {'; '.join(changes)}. "
+            + WAY_FORWARD.format(table=table.source)
+        )
+
+
+def catalog_columns(conn: Any, table: CapturedTable) -> list[SourceColumn]:
+    """The source's columns, from its catalog, as the lake takes them (``captured_columns``)."""
+    return captured_columns(table, columns_from_catalog(conn, table.source))
