@@ -13,6 +13,7 @@
     python -m bench --only warm --reps 3  # a fresh run process: Spark in it vs the lake server
     python -m bench --only connect-iceberg  # Iceberg's Kafka Connect sink against cdc-lake
     python -m bench --only soak --soak-commits 2000  # a day of commits (hours; never by default)
+    python -m bench --only policy        # what hashed and excluded columns cost matches_source
     python -m bench --smoke              # tiny sizes: keeps the harness working (the tests)
 
 The stack gets its own state directory and port base (``--port-base``, default 17400), so it
@@ -38,6 +39,7 @@ from bench.lag_cost import bench_lag_cost
 from bench.latency import Profile, bench_latency, default_profiles
 from bench.peers import bench_peers
 from bench.peers_large import DISTRIBUTIONS, LargeTable
+from bench.policy_cost import bench_policy_cost
 from bench.refresh_cost import bench_refresh_cost
 from bench.scale import bench_scale
 from bench.soak import bench_soak, samples_table
@@ -51,12 +53,12 @@ from cdc_lake.stack.spark import build_spark_session
 
 BENCHMARKS = (
     "sensor", "incremental", "latency", "scale", "peers", "index", "empty", "refresh", "warm",
-    "connect-iceberg", "soak", "lag",
+    "connect-iceberg", "soak", "lag", "policy",
 )  # fmt: skip
 # Run only when named: hours at full size.
 ON_REQUEST = ("soak",)
 # The benchmarks that need the whole stack (the others need only the S3 server).
-WHOLE_STACK = ("latency", "connect-iceberg", "soak", "lag")
+WHOLE_STACK = ("latency", "connect-iceberg", "soak", "lag", "policy")
 NOT_YET = {
     "upsert-vs-hoodiestreamer": "hudi-utilities 1.x is not downloadable from this machine's "
     "Maven Central mirror (only 0.14.0), so HoodieStreamer cannot run beside Hudi 1.1.1; "
@@ -126,6 +128,9 @@ def run(
         # In a worker process too: its session loads Iceberg's Spark runtime beside Hudi.
         changes = 10 if smoke else 240
         report.add(*bench_connect_iceberg(stack, say, changes=changes, rate=2.0))
+    if "policy" in only:
+        # PostgreSQL only: the digest that matches_source runs.
+        report.add(*bench_policy_cost(stack, 200 if smoke else 200_000, reps, say))
     if "soak" in only:
         # Its runs' Spark apps go to the stack's lake server, the process that soaks.
         commits, every = (2, 1) if smoke else (soak_commits, soak_sample_every)

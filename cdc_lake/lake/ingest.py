@@ -78,6 +78,7 @@ from cdc_lake.lake.raw_lines import (
     malformed_message,
     read_lines,
     summarize,
+    unhashed_message,
     unknown_fields_message,
 )
 from cdc_lake.lake.readers import read_table
@@ -171,7 +172,8 @@ def ingest_new_files(
     filled_in: DataFrame | None = None
     filled: DataFrame | None = None
     try:
-        batch = summarize(parsed, is_fresh, objects, start)
+        hashed = [c.name for c in schema.live if c.kind == "hashed"]
+        batch = summarize(parsed, is_fresh, objects, start, hashed)
         result.lines_skipped = batch.lines - batch.fresh
         result.offset_gaps = batch.gaps
         progress = batch.progress
@@ -188,6 +190,8 @@ def ingest_new_files(
             return result
         if batch.unknown_fields:
             raise SchemaChangeError(unknown_fields_message(batch, schema, source))
+        if batch.unhashed_at is not None:
+            raise SchemaChangeError(unhashed_message(batch, schema, source))
         good, bad = T.split_valid(fresh)
         n_bad = batch.bad
         if n_bad:

@@ -5,6 +5,7 @@ the refresh does with them: ``cdc_lake/lake/ingest.py``."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -16,11 +17,15 @@ from cdc_lake.lake import snapshots as S
 from cdc_lake.lake import transforms as T
 from cdc_lake.lake import unavailable as U
 from cdc_lake.raw.objects import RawLayout, RawObject
+from cdc_lake.source.captured import UNAVAILABLE_VALUE
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
 
     from cdc_lake.lake.schema import LakeSchema
+
+# What the source connector writes for a hashed column: a SHA-256 in lowercase hex.
+HASH_PATTERN = "^[0-9a-f]{64}$"
 
 
 # A longer raw line is a bad line, not parsed (``LakeResource.max_line_mb``). Past about 19 MB
@@ -128,10 +133,17 @@ class Batch:
     gaps: int
     unknown_fields: list[str]  # fields of fresh good lines that the schema does not know
     unknown_at: str | None  # the first line holding one: "<key> line <n>"
+    # The first fresh good line with a hashed column's value that is not a hash (written before
+    # the column's policy reached the source connector): "<key> line <n>", and the column.
+    unhashed_at: tuple[str, str] | None = None
 
 
 def summarize(
-    parsed: DataFrame, is_fresh: Column, objects: list[RawObject], checkpoint: C.Checkpoint
+    parsed: DataFrame,
+    is_fresh: Column,
+    objects: list[RawObject],
+    checkpoint: C.Checkpoint,
+    hashed: Sequence[str] = (),
 ) -> Batch:
     """The batch's counts, snapshot end, and per partition the greatest offset read and the
     object holding it, plus the offsets missing between the checkpoint and that offset: one
@@ -144,6 +156,14 @@ def summarize(
     fresh = F.coalesce(is_fresh, F.lit(False))
     good = fresh & F.col("error").isNull()
     has_unknown = good & (F.size(T.UNKNOWN_FIELDS) > 0)
+    # A hashed column's value is the connector's hash (64 hex digits), null, or Debezium's
+    # placeholder; anything else is a plain value, which must not reach the lake.
+    unhashed = F.lit(None).cast("string")
+    for name in reversed(hashed):
+        plain = F.col(name).isNotNull() & ~F.col(name).rlike(HASH_PATTERN)
+        plain = plain & (F.col(name) != F.lit(UNAVAILABLE_VALUE))
+        unhashed = F.when(plain, F.lit(name)).otherwise(unhashed)
+    has_unhashed = good & unhashed.isNotNull()
     offset = F.col("kafka_offset")
     # Among objects holding the same greatest offset, the earliest: listing resumes there.
     newest = F.struct(offset, (-F.col("start")).alias("minus_start"), F.col("source_key"))
@@ -171,6 +191,9 @@ def summarize(
                 F.flatten(F.collect_list(F.when(has_unknown, F.col(T.UNKNOWN_FIELDS))))
             ).alias("unknown"),
             F.min(F.when(has_unknown, F.struct("source_key", "line_no"))).alias("unknown_at"),
+            F.min(
+                F.when(has_unhashed, F.struct("source_key", "line_no", unhashed.alias("column")))
+            ).alias("unhashed_at"),
         )
         .withColumn("n", F.when(F.col("bucket").isNotNull(), F.bitmap_count("bits")))
         .drop("bits")
@@ -194,6 +217,8 @@ def summarize(
     snapshots = [int(r["snapshot_ts"]) for r in rows if r["snapshot_ts"] is not None]
     unknown_at = [tuple(r["unknown_at"]) for r in rows if r["unknown_at"] is not None]
     first = min(unknown_at, default=None)
+    plain = min((tuple(r["unhashed_at"]) for r in rows if r["unhashed_at"] is not None),
+                default=None)  # fmt: skip
     truncates = [(int(r["truncate"]["ts"]), int(r["truncate"]["lsn"])) for r in rows
                  if r["truncate"] is not None]  # fmt: skip
     return Batch(
@@ -211,6 +236,22 @@ def summarize(
         gaps=gaps,
         unknown_fields=sorted({f for r in rows for f in (r["unknown"] or [])}),
         unknown_at=f"{first[0]} line {first[1]}" if first else None,
+        unhashed_at=(f"{plain[0]} line {plain[1]}", str(plain[2])) if plain else None,
+    )
+
+
+def unhashed_message(batch: Batch, schema: LakeSchema, source: RawSource) -> str:
+    """A raw line holds a plain value in a hashed column: where, and the way forward."""
+    assert batch.unhashed_at is not None
+    where, column = batch.unhashed_at
+    key, _, line = where.partition(" line ")
+    return (
+        f"{schema.table}: the raw line at "
+        f"{source.uri(key).replace(f'{source.scheme}://', 's3://', 1)} line {line} holds a plain "
+        f"value of {column}, which the declaration hashes: it was written before the policy "
+        "reached the source connector. Nothing was committed. Way forward: update the "
+        "connector (materialize the connector assets), then write a new lake table from a "
+        "snapshot taken after it (docs/column-policies.md)."
     )
 
 

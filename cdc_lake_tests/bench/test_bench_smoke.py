@@ -13,7 +13,7 @@ from cdc_lake.stack import LocalStack
 
 
 def test_benchmarks_run_and_report(local_stack: LocalStack, spark, secret_env, tmp_path):
-    names = ["sensor", "incremental", "scale", "index", "refresh", "lag"]
+    names = ["sensor", "incremental", "scale", "index", "refresh", "lag", "policy"]
     # The refresh benchmark on the default table type only: MERGE_ON_READ takes the same
     # harness path with another option (and half a minute more).
     report = run(local_stack, names, smoke=True, reps=1, spark=spark)
@@ -27,6 +27,9 @@ def test_benchmarks_run_and_report(local_stack: LocalStack, spark, secret_env, t
     lag = {f.name: f for f in report.figures if f.benchmark == "lag"}
     assert lag["ratio with / without the lag check"].value > 0
     assert lag["the lag check's own step"].value > 0
+    # Policy: both digests ran (over different columns, so they are not compared here).
+    policy = {f.name: f for f in report.figures if f.benchmark == "policy"}
+    assert policy["ratio with / without column policies"].value > 0
     incremental = [f for f in report.figures if f.benchmark == "incremental"]
     assert len(incremental) == 2 and all(f.value > 0 for f in incremental)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import hashlib
 import socket
 
 import dagster as dg
@@ -296,3 +297,31 @@ def test_without_the_source_the_refresh_keeps_the_recorded_columns(
         [cdc_events_hudi], resources={**resources, "postgres": unreachable}, raise_on_error=False
     )
     assert not failed.success
+
+
+def test_a_plain_value_in_a_hashed_column_stops_the_refresh(
+    spark: SparkSession, lake: SyntheticLake
+):
+    """A hashed column (docs/column-policies.md) takes the connector's hashes and nulls; a raw
+    line with a plain value there (written before the policy reached the connector) stops the
+    refresh, naming the object, the line and the column, and nothing is committed."""
+    declared = dataclasses.replace(OUTBOX, hashed=("sales_channel",))
+    source = [*declared_columns(OUTBOX), ADDED]
+    table = lake.table()
+    digest = hashlib.sha256(b"salt" + b"web").hexdigest()
+    lake.put([event(1, 100, 1, sales_channel=digest), event(2, 100, 2, sales_channel=None)])
+    first = ingest_new_files(
+        spark, lake.client, lake.source, table, source_columns=source, captured=declared
+    )
+    assert first.schema is not None and first.schema.column("sales_channel").kind == "hashed"
+    rows = {r["order_id"]: r["sales_channel"] for r in read_table(spark, table.base_path).collect()}
+    assert rows == {1: digest, 2: None}
+    commits = len(list(completed_commits(spark, table.base_path)))
+    lake.put([event(3, 200, 3, sales_channel=digest), event(1, 210, 4, sales_channel="web")])
+    with pytest.raises(SchemaChangeError) as e:
+        ingest_new_files(
+            spark, lake.client, lake.source, table, source_columns=source, captured=declared
+        )
+    said = str(e.value)
+    assert "line 2 holds a plain value of sales_channel" in said and "s3://" in said, said
+    assert len(list(completed_commits(spark, table.base_path))) == commits

@@ -16,7 +16,10 @@ What follows here:
       old policy (plain values of a column now hashed or excluded, hashes of a column no longer
       hashed, no values for a column no longer excluded), which no later change event fixes
       for the rows that do not change. The way forward is a new lake table
-      (docs/column-policies.md).
+      (docs/column-policies.md);
+    - a raw line written before a policy reached the connector stops the refresh too, naming
+      the line: an excluded column's field (``raw_lines.unknown_fields_message``), or a hashed
+      column's value that is not a hash (``raw_lines.unhashed_message``).
 """
 
 from __future__ import annotations
