@@ -381,9 +381,10 @@ def source_digest(
 def column_salt(conn: Any, salt: str | None, schema: LakeSchema) -> Iterator[None]:
     """The salt of hashed columns as the session setting the digest's SQL reads, for the
     queries inside; cleared after. Nothing for a schema without hashed columns. The salt is in
-    the text of the one ``set_config`` statement only (psycopg2 binds values into the text,
-    and PostgreSQL logs no statement text unless ``log_statement`` asks), never in the digest's
-    query, which may be logged as slow."""
+    the text of that one ``set_config`` statement (psycopg2 binds values into the text): while
+    it runs, ``pg_stat_activity`` shows it to the same role and to ``pg_read_all_stats``, and
+    ``log_statement = 'all'`` or pgaudit would log it (docs/column-policies.md). It is never in
+    the digest's own query, which may be logged as slow."""
     hashed = [c.name for c in schema.live if c.kind == "hashed"]
     if not hashed:
         yield

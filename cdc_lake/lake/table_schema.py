@@ -45,6 +45,8 @@ def lake_schema(
     (``UpsertParams.declared_columns``). The app itself never reads ``sql/`` (EMR has none)."""
     exists = table_exists(spark, table.base_path)
     recorded = latest_schema(spark, table.base_path) if exists else None
+    # The source's column names, when its catalog was read (a column it lacks is a drop).
+    names = None if source_columns is None else [c.name for c in source_columns]
     if source_columns is None:
         source_columns = (
             [SourceColumn(c.name, str(c.source_type), True, c.position) for c in recorded.live]
@@ -60,7 +62,7 @@ def lake_schema(
     # The column policies: excluded columns left out, hashed ones of kind "hashed"; a policy
     # changed since the table was written stops here, before anything is written.
     source_columns = captured_columns(captured, source_columns, strict=False)
-    check_policy(captured, recorded)
+    check_policy(captured, recorded, names)
     lake_only = (*T.CDC_COLUMNS, *captured.lake_partition)
     lake_types = data_column_types(spark, table.base_path, lake_only) if exists else None
     schema = evolve(captured.source, captured.key, source_columns, lake_types, recorded)

@@ -78,3 +78,19 @@ def test_a_changed_policy_stops_naming_the_column():
     # A table written before policies existed, now declared with them: both columns named.
     with pytest.raises(SchemaChangeError, match="fax is now excluded.*phone is now hashed"):
         check_policy(PEOPLE, written(replace(PEOPLE, exclude=(), hashed=())))
+
+
+def test_a_column_dropped_at_the_source_is_no_policy_change():
+    """Phone and fax dropped at the source, and so out of the declaration: a drop (the lake
+    keeps the hashes, null from then on), not a policy change."""
+    gone = replace(PEOPLE, exclude=(), hashed=())
+    check_policy(gone, written(), source=["id", "city"])
+    with pytest.raises(SchemaChangeError, match="phone is no longer hashed"):
+        check_policy(gone, written(), source=["id", "phone", "city"])
+
+
+def test_a_hashed_column_added_with_a_default_is_refused():
+    """Rows stored before read as the default, which no change event carries hashed."""
+    added = [*COLUMNS, SourceColumn("email", "text", True, 5, missing_value="none")]
+    with pytest.raises(SchemaChangeError, match=r"people.email: declared hashed, but it was added"):
+        captured_columns(replace(PEOPLE, hashed=("phone", "email")), added)

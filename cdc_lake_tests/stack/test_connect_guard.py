@@ -149,13 +149,22 @@ def test_the_salt_goes_only_into_a_hash_transform(local_stack: LocalStack, conne
               "transforms.h.salt.secret": salt_ref}  # fmt: skip
     status, body = connect.call("PUT", path, config)
     assert status == 200 and salt not in body, body
-    elsewhere = {"transforms.h.columns": salt_ref,
-                 "transforms.h.type": "org.apache.kafka.connect.transforms.InsertField$Value",
-                 "database.dbname": salt_ref}  # fmt: skip
-    for field, value in elsewhere.items():
-        probe = {**config, field: value}
-        if field == "transforms.h.type":
-            probe["transforms.h.static.field"], probe["transforms.h.static.value"] = "s", "v"
-        status, body = connect.call("PUT", path, probe)
-        expected = "transforms.h.salt.secret" if field == "transforms.h.type" else field
-        assert status == 400 and f"'{expected}'" in body and salt not in body, (field, body)
+    # Refused, naming the salt's field: another transform type, an alias the connector does
+    # not run, an alias with a dot, another database, another connector class.
+    insert = "org.apache.kafka.connect.transforms.InsertField$Value"
+    for change in ({"transforms.h.type": insert, "transforms.h.static.field": "s"},
+                   {"transforms": "other"}, {"transforms": "h,h.salt"},
+                   {"database.hostname": "127.0.0.2"}):  # fmt: skip
+        status, body = connect.call("PUT", path, {**config, **change})
+        said = "'database.hostname' must be" if "database.hostname" in change else (
+            "'transforms.h.salt.secret'")  # fmt: skip
+        assert status == 400 and said in body and salt not in body, (change, body)
+    sink = "io.cdclake.connect.s3.S3JsonLinesSinkConnector"
+    on_sink = {k: v for k, v in config.items() if k.startswith("transforms")}
+    status, body = connect.call("POST", "/connectors", {"name": "probe-salt", "config": {
+        "connector.class": sink, "topics": "probe", **on_sink}})  # fmt: skip
+    assert status == 400 and "'transforms.h.salt.secret'" in body and salt not in body, body
+    # The reference anywhere else: 400 naming that field.
+    for field in ("transforms.h.columns", "database.dbname"):
+        status, body = connect.call("PUT", path, {**config, field: salt_ref})
+        assert status == 400 and f"'{field}'" in body and salt not in body, (field, body)

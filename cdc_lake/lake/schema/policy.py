@@ -67,23 +67,36 @@ def captured_columns(
                     "columns (text, varchar, uuid) can be hashed. Nothing was committed. Fix the "
                     "declaration (cdc_lake/source/captured.py), or exclude the column."
                 )
+            if c.missing_value is not None:
+                # Rows stored before the column was added read as its default, which no change
+                # event carries hashed: the lake would fill in the plain default.
+                raise SchemaChangeError(
+                    f"{table.source}.{c.name}: declared hashed, but it was added with a default "
+                    "that rows stored before read as, which the connector never sees. Nothing "
+                    f"was committed. Way forward: UPDATE {table.source} SET {c.name} = {c.name} "
+                    "(every row then sends its value, hashed), then refresh."
+                )
             c = replace(c, hashed=True)
         out.append(c)
     return out
 
 
-def check_policy(table: CapturedTable, recorded: LakeSchema | None) -> None:
+def check_policy(
+    table: CapturedTable, recorded: LakeSchema | None, source: Sequence[str] | None = None
+) -> None:
     """Raise ``SchemaChangeError`` naming the columns whose policy differs from the one the lake
-    table ``recorded`` was written under; nothing for a new table."""
+    table ``recorded`` was written under; nothing for a new table. ``source``: the source's
+    column names, when known: a column it no longer has is a drop, not a policy change."""
     if recorded is None:
         return
-    live = {c.name: c for c in recorded.live}
+    gone = set() if source is None else {c.name for c in recorded.columns} - set(source)
+    live = {c.name: c for c in recorded.live if c.name not in gone}
     changes: list[str] = []
     for name in table.exclude:
         if name in live:
             changes.append(f"{name} is now excluded, but the lake holds its values")
     for name in recorded.excluded:
-        if name not in table.exclude:
+        if name not in table.exclude and (source is None or name in source):
             changes.append(f"{name} is no longer excluded, but the lake has none of its values")
     for name, column in live.items():
         if column.kind == "hashed" and name not in table.hashed:

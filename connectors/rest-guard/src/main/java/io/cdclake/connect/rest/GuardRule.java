@@ -1,5 +1,7 @@
 package io.cdclake.connect.rest;
 
+import java.util.Arrays;
+import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.regex.Matcher;
@@ -65,18 +67,21 @@ final class GuardRule {
             if (value == null || !value.contains("${")) {
                 continue;
             }
-            if (isSaltOfHashTransform(e.getKey(), value, config)) {
-                continue;
-            }
+            boolean password = e.getKey().equals(key) && value.equals(reference);
+            boolean salt = isSaltOfHashTransform(e.getKey(), value, config);
             String cls = config.get("connector.class");
             boolean allowedClass = isAllowedClass(cls) && (pluginInPath == null || isAllowedClass(pluginInPath));
-            if (!(e.getKey().equals(key) && value.equals(reference) && allowedClass)) {
+            if (!((password || salt) && allowedClass)) {
                 return "config provider reference in '" + e.getKey() + "' refused: on this worker "
-                    + "only '" + key + "' of " + connectorClass + " may hold one, and only " + reference;
+                    + "only '" + key + "' of " + connectorClass + " may hold one, and only " + reference
+                    + (saltReference == null ? "" : "; and the salt.secret of a HashColumns transform "
+                        + "of that connector, only " + saltReference);
             }
+            // Either secret only with the connector pointed at the stack's database: the salt
+            // then hashes nothing but the stack's own rows, into the stack's own topics.
             for (Map.Entry<String, String> pin : pinned.entrySet()) {
                 if (!pin.getValue().equals(config.get(pin.getKey()))) {
-                    return "'" + e.getKey() + "' holds the replication secret, so '" + pin.getKey()
+                    return "'" + e.getKey() + "' holds a secret of the stack, so '" + pin.getKey()
                         + "' must be " + pin.getValue() + " (the stack's database)";
                 }
             }
@@ -84,10 +89,19 @@ final class GuardRule {
         return null;
     }
 
+    /** The salt's reference in the salt.secret of a HashColumns transform that the connector
+     * runs: its alias is listed in "transforms" (an alias with a dot could make another
+     * transform's property look like one). */
     private boolean isSaltOfHashTransform(String name, String value, Map<String, String> config) {
         Matcher m = TRANSFORM_SALT.matcher(name);
-        return saltReference != null && value.equals(saltReference) && m.matches()
-            && HASH_TRANSFORM.equals(config.get("transforms." + m.group(1) + ".type"));
+        if (saltReference == null || !value.equals(saltReference) || !m.matches()) {
+            return false;
+        }
+        String alias = m.group(1);
+        List<String> listed = Arrays.stream(config.getOrDefault("transforms", "").split(","))
+            .map(String::trim).toList();
+        return listed.contains(alias) && listed.stream().noneMatch(a -> a.contains("."))
+            && HASH_TRANSFORM.equals(config.get("transforms." + alias + ".type"));
     }
 
     private boolean isAllowedClass(String name) {

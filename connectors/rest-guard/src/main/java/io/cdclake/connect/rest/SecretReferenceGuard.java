@@ -16,7 +16,11 @@ import org.apache.kafka.connect.rest.ConnectRestExtensionContext;
  *   <li>{@code cdclake.guard.secret.key}: the one field that may hold it;
  *   <li>{@code cdclake.guard.connector.class}: the one connector class whose config may hold it;
  *   <li>{@code cdclake.guard.pinned.<field>=<value>}: fields that must have these values wherever
- *       the reference is (the database's host and port), so it is never sent to another server.
+ *       the reference is (the database's host and port), so it is never sent to another server;
+ *   <li>{@code cdclake.guard.salt.variable} (optional): a second reference allowed,
+ *       {@code ${provider:variable}}, the salt of hashed columns, only in the
+ *       {@code salt.secret} of a {@code io.cdclake.connect.HashColumns} transform listed in the
+ *       same connector's {@code transforms}, with the same class and pinned fields.
  * </ul>
  * A request that breaks a rule gets 400 naming the field; PATCH of a connector config is
  * refused, as a patch could move a configured connector to another server.
