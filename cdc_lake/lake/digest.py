@@ -385,7 +385,7 @@ def column_salt(conn: Any, salt: str | None, schema: LakeSchema) -> Iterator[Non
     it runs, ``pg_stat_activity`` shows it to the same role and to ``pg_read_all_stats``, and
     ``log_statement = 'all'`` or pgaudit would log it (docs/column-policies.md). It is never in
     the digest's own query, which may be logged as slow."""
-    hashed = [c.name for c in schema.live if c.kind == "hashed"]
+    hashed = schema.hashed
     if not hashed:
         yield
         return

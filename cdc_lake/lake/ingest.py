@@ -172,8 +172,7 @@ def ingest_new_files(
     filled_in: DataFrame | None = None
     filled: DataFrame | None = None
     try:
-        hashed = [c.name for c in schema.live if c.kind == "hashed"]
-        batch = summarize(parsed, is_fresh, objects, start, hashed)
+        batch = summarize(parsed, is_fresh, objects, start, schema.hashed)
         result.lines_skipped = batch.lines - batch.fresh
         result.offset_gaps = batch.gaps
         progress = batch.progress

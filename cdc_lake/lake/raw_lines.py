@@ -26,6 +26,12 @@ if TYPE_CHECKING:
 
 # What the source connector writes for a hashed column: a SHA-256 in lowercase hex.
 HASH_PATTERN = "^[0-9a-f]{64}$"
+# A raw line written before a column policy reached the source connector (docs/column-policies.md).
+POLICY_WAY_FORWARD = (
+    "Nothing was committed. Way forward: update the connector (materialize the connector "
+    "assets), then write a new lake table from a snapshot taken after it "
+    "(docs/column-policies.md)."
+)
 
 
 # A longer raw line is a bad line, not parsed (``LakeResource.max_line_mb``). Past about 19 MB
@@ -47,6 +53,10 @@ class RawSource:
 
     def uri(self, key: str) -> str:
         return f"{self.scheme}://{self.bucket}/{key}"
+
+    def s3_uri(self, key: str) -> str:
+        """The object as the user knows it, for messages (``uri`` is Hadoop's)."""
+        return f"s3://{self.bucket}/{key}"
 
 
 def read_lines(
@@ -112,7 +122,7 @@ def malformed_message(n_bad: int, bad: DataFrame, source: RawSource) -> str:
         "either enable quarantine: LakeResource(quarantine=True) (locally "
         "local_resources(lake={'quarantine': True})) writes bad lines to the quarantine prefix "
         "and commits the rest; or fix or remove the object(s) "
-        + ", ".join(source.uri(k).replace(f"{source.scheme}://", "s3://", 1) for k in keys)
+        + ", ".join(source.s3_uri(k) for k in keys)
         + " (removing one also drops its good lines)."
     )
 
@@ -246,12 +256,9 @@ def unhashed_message(batch: Batch, schema: LakeSchema, source: RawSource) -> str
     where, column = batch.unhashed_at
     key, _, line = where.partition(" line ")
     return (
-        f"{schema.table}: the raw line at "
-        f"{source.uri(key).replace(f'{source.scheme}://', 's3://', 1)} line {line} holds a plain "
-        f"value of {column}, which the declaration hashes: it was written before the policy "
-        "reached the source connector. Nothing was committed. Way forward: update the "
-        "connector (materialize the connector assets), then write a new lake table from a "
-        "snapshot taken after it (docs/column-policies.md)."
+        f"{schema.table}: the raw line at {source.s3_uri(key)} line {line} holds a plain value "
+        f"of {column}, which the declaration hashes: it was written before the policy reached "
+        f"the source connector. {POLICY_WAY_FORWARD}"
     )
 
 
@@ -264,16 +271,13 @@ def unknown_fields_message(batch: Batch, schema: LakeSchema, source: RawSource) 
         # not reach the lake (cdc_lake/lake/schema/policy.py).
         return (
             f"{schema.table}: raw lines hold the excluded column(s) {', '.join(excluded)}, "
-            f"first at {source.uri(key).replace(f'{source.scheme}://', 's3://', 1)} line {line}: "
-            "they were written before the exclusion reached the source connector. Nothing was "
-            "committed. Way forward: update the connector (materialize the connector assets), "
-            "then write a new lake table from a snapshot taken after it "
-            "(docs/column-policies.md)."
+            f"first at {source.s3_uri(key)} line {line}: they were written before the exclusion "
+            f"reached the source connector. {POLICY_WAY_FORWARD}"
         )
     return (
         f"{schema.table}: raw lines hold field(s) {', '.join(batch.unknown_fields)} that neither "
         f"the source table's columns (as its catalog stood when this refresh began) nor the lake "
-        f"table has; first at {source.uri(key).replace(f'{source.scheme}://', 's3://', 1)} line "
+        f"table has; first at {source.s3_uri(key)} line "
         f"{line}. Nothing was committed. If the column was added at the source just now, "
         "refresh again: the next refresh reads the catalog anew and adds it. If it was added "
         "and dropped again before the lake saw it, add it back (ALTER TABLE ... ADD COLUMN) so "

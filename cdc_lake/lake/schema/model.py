@@ -46,6 +46,11 @@ class LakeSchema:
         return tuple(c for c in self.columns if not c.dropped)
 
     @property
+    def hashed(self) -> tuple[str, ...]:
+        """The live columns the source connector hashes (``cdc_lake/lake/schema/policy.py``)."""
+        return tuple(c.name for c in self.live if c.kind == "hashed")
+
+    @property
     def dropped(self) -> tuple[str, ...]:
         return tuple(c.name for c in self.columns if c.dropped)
 
