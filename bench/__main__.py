@@ -14,6 +14,8 @@
     python -m bench --only connect-iceberg  # Iceberg's Kafka Connect sink against cdc-lake
     python -m bench --only soak --soak-commits 2000  # a day of commits (hours; never by default)
     python -m bench --only policy        # what hashed and excluded columns cost matches_source
+    python -m bench --only history       # what a history table costs a refresh
+    python -m bench --only history --table-type MERGE_ON_READ  # ... written as MERGE_ON_READ
     python -m bench --smoke              # tiny sizes: keeps the harness working (the tests)
 
 The stack gets its own state directory and port base (``--port-base``, default 17400), so it
@@ -34,6 +36,7 @@ from bench.benchmarks import bench_incremental, bench_sensor
 from bench.connect_iceberg import bench_connect_iceberg
 from bench.empty_run import bench_empty_run
 from bench.harness import LoadSampler, Report, say, write_outputs
+from bench.history_cost import bench_history_cost
 from bench.index_cost import bench_index
 from bench.lag_cost import bench_lag_cost
 from bench.latency import Profile, bench_latency, default_profiles
@@ -53,7 +56,7 @@ from cdc_lake.stack.spark import build_spark_session
 
 BENCHMARKS = (
     "sensor", "incremental", "latency", "scale", "peers", "index", "empty", "refresh", "warm",
-    "connect-iceberg", "soak", "lag", "policy",
+    "connect-iceberg", "soak", "lag", "policy", "history",
 )  # fmt: skip
 # Run only when named: hours at full size.
 ON_REQUEST = ("soak",)
@@ -139,7 +142,7 @@ def run(
         )
         report.add(*figures)
         report.sections.append(f"Soak samples:\n\n{samples_table(samples)}")
-    spark_users = ("incremental", "latency", "index", "empty", "refresh", "lag")
+    spark_users = ("incremental", "latency", "index", "empty", "refresh", "lag", "history")
     own = spark is None and any(b in only for b in spark_users)
     if own:
         spark = build_spark_session(s, app_name="cdc-lake-bench")
@@ -162,6 +165,13 @@ def run(
                     reps, say,
                 )
             )  # fmt: skip
+        if "history" in only:
+            rows, changes = (50, 10) if smoke else (100_000, 2_000)
+            for history_type in table_types:  # the history table's type (--table-type)
+                report.add(
+                    *bench_history_cost(spark, client, s.raw_bucket, s.lake_bucket, rows,
+                                        changes, 1 if smoke else max(reps, 5), say, history_type)
+                )  # fmt: skip
         if "empty" in only:
             # The Spark session above is the one the lazy local resource picks up.
             report.add(*bench_empty_run(stack, client, 50 if smoke else 2_000, reps, say))

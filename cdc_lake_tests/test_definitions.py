@@ -38,8 +38,13 @@ def test_definitions_hold_the_pipeline():
         "kafka/customers_topic",
         "s3/raw/customers_files",
         "hudi/datalake/customers",
+        # Its declaration keeps a history: one more table, downstream of its Hudi table.
+        "hudi/datalake/customers_history",
     }
     graph = repo.asset_graph
+    history = dg.AssetKey.from_user_string("hudi/datalake/customers_history")
+    customers = dg.AssetKey.from_user_string("hudi/datalake/customers")
+    assert graph.get(history).parent_keys == {customers}
     # Lineage runs outbox -> topic -> raw files -> Hudi -> order items.
     chain = [
         "postgres/datalake/cdc_events_outbox",

@@ -3,7 +3,8 @@ without importing their definitions (and the stages import no cycle).
 
 Keys follow the storage: the source table in PostgreSQL, the Kafka topic, the raw files on S3,
 the Hudi table, the order items on S3. Each captured table (``cdc_lake/source/captured.py``) has
-its own first four, named after it (its declaration may name the source asset); a mart's key is
+its own first four, named after it (its declaration may name the source asset), and a fifth,
+``<name>_history`` beside its Hudi table, when its declaration keeps a history; a mart's key is
 its own, and its table is the one whose declaration lists it (``marts``).
 """
 
@@ -25,6 +26,8 @@ class TableKeys:
     hudi: dg.AssetKey
     refresh_job: str
     sensor: str
+    # Its history table's, when its declaration keeps one (``history``).
+    history: dg.AssetKey | None = None
 
 
 def table_keys(table: CapturedTable) -> TableKeys:
@@ -37,6 +40,7 @@ def table_keys(table: CapturedTable) -> TableKeys:
         hudi=dg.AssetKey(["hudi", schema, name]),
         refresh_job=table.refresh_job or f"{name}_lake_refresh",
         sensor=table.sensor or f"{name}_raw_files_sensor",
+        history=dg.AssetKey(["hudi", schema, f"{name}_history"]) if table.history else None,
     )
 
 

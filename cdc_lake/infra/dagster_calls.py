@@ -30,7 +30,8 @@ COMMON_CALLS: dict[Call, tuple[str, ...]] = {
     # defs/raw/assets.py raw_cdc_files: does the raw bucket exist.
     ("s3", "head_bucket"): ("s3:ListBucket",),
     # raw/objects.py list_objects (sensor, raw asset, checks), lake/timeline.py (the no-Spark
-    # paths), defs/lake/checks.py no_quarantined_lines, defs/marts/assets.py _unchanged.
+    # paths), defs/lake/checks.py no_quarantined_lines, defs/marts/assets.py and
+    # defs/lake/history.py _unchanged.
     ("s3", "list_objects_v2"): ("s3:ListBucket",),
     # lake/checkpoint.py load: a version-1 checkpoint's raw object; lake/lag.py: the first raw
     # object past the checkpoint per partition (lake_lag_seconds); dagster_aws's

@@ -18,7 +18,10 @@ What a change set holds (``write_change_set``, right after a COPY_ON_WRITE commi
     order left twice in the table by one commit shows two ``after`` rows; a hard delete shows
     a ``before`` row and no ``after``; a partition move a ``before`` in the old partition and an
     ``after`` in the new. It costs a read of the file versions the commit rewrote (filtered to
-    the batch's keys), never of a file group it did not touch.
+    the batch's keys), never of a file group it did not touch. Each row also carries
+    ``_applied_ts_ms``: the source time of the change the commit was given for its key, the
+    time of a hard delete, which has no ``after`` row to hold it (the history table closes the
+    deleted version then, ``cdc_lake/lake/history.py``); null in sets written before it was.
 
 Trust (``read_change_sets``)
     A change set is written under ``<table>/.cdc_lake/change_sets/<instant>/`` after its commit
@@ -62,6 +65,8 @@ if TYPE_CHECKING:
 
 CHANGE_SETS_DIR = ".cdc_lake/change_sets"
 SUCCESS = "_SUCCESS"
+# The source time of the change the commit was given for the row's key (see the docstring).
+APPLIED_TS = "_applied_ts_ms"
 
 
 def change_set_path(base_path: str, instant: str) -> str:
@@ -89,7 +94,8 @@ def write_change_set(
     schema: LakeSchema,
 ) -> int | None:
     """The change set of ``commit`` (just completed, COPY_ON_WRITE) for the batch's ``keys`` (a
-    DataFrame of the key columns of ``schema``, the table's): see the module docstring. Returns
+    DataFrame of the key columns of ``schema``, the table's, and ``cdc_source_ts_ms``: the
+    change given for each key, one per key): see the module docstring. Returns
     its row count, or None when a version the commit replaced is gone already (a cleaner that
     keeps a single commit's versions): then the commit has no change set, and readers fall
     back."""
@@ -113,7 +119,10 @@ def write_change_set(
         spark.read.schema(_image_struct(schema))
         .parquet(*files)
         .select(F.when(written, "after").otherwise("before").alias("_side"), "*")
-        .join(F.broadcast(keys), list(schema.keys), "left_semi")
+        .join(
+            F.broadcast(keys.select(*schema.keys, F.col("cdc_source_ts_ms").alias(APPLIED_TS))),
+            list(schema.keys),
+        )
     )
     # Counted while written (no second pass). As many files as the read has partitions: one or
     # two for a small commit, and a large one is read and written in parallel (a coalesce to
@@ -162,25 +171,33 @@ def read_change_sets(
     ``cdc_lake.lake.changes.read_changes``: the key, ``commit`` (the commit's completion time,
     which orders them), ``before`` and ``after`` as structs of the image columns, here
     lake-typed (``image_rows(..., typed=True)``). ``schema``: the table's."""
-    keys = schema.keys
+    image = F.struct(*[F.col(f.name) for f in _image_struct(schema).fields])
+    return read_change_set_sides(spark, base_path, commits, schema).select(
+        *[F.col(k) for k in schema.keys],
+        F.col("_commit").alias("commit"),
+        F.when(F.col("_side") == "before", image).alias("before"),
+        F.when(F.col("_side") == "after", image).alias("after"),
+    )
+
+
+def read_change_set_sides(
+    spark: SparkSession, base_path: str, commits: Sequence[CommitInfo], schema: LakeSchema
+) -> DataFrame:
+    """The rows of the change sets of ``commits`` (each must have one) as written: the image
+    columns lake-typed, ``_side`` (before or after), ``_applied_ts_ms`` and ``_commit``, the
+    commit's completion time, which orders them. ``schema``: the table's."""
+    from pyspark.sql.types import LongType
+
+    if not commits:
+        raise ValueError("read_change_sets: no commits given")
     struct = _image_struct(schema, ("_side", "string"))
-    image = F.struct(*[F.col(f.name) for f in struct.fields[1:]])
-    parts = []
+    struct.add(APPLIED_TS, LongType())
+    out = None
     for c in commits:
         rows = spark.read.schema(struct).parquet(change_set_path(base_path, c.instant))
-        parts.append(
-            rows.select(
-                *[F.col(k) for k in keys],
-                F.lit(c.completed).alias("commit"),
-                F.when(F.col("_side") == "before", image).alias("before"),
-                F.when(F.col("_side") == "after", image).alias("after"),
-            )
-        )
-    if not parts:
-        raise ValueError("read_change_sets: no commits given")
-    out = parts[0]
-    for p in parts[1:]:
-        out = out.unionByName(p)
+        rows = rows.withColumn("_commit", F.lit(c.completed))
+        out = rows if out is None else out.unionByName(rows)
+    assert out is not None
     return out
 
 

@@ -85,8 +85,10 @@ def write_commit(
         # The data is committed: a change set that fails leaves the commit without one, which
         # readers see and fall back from (a rescan). The refresh itself succeeded.
         try:
+            # The keys, and each one's change (its time closes a hard-deleted version).
+            given = rows.select(*schema.keys, "cdc_source_ts_ms")
             result.change_set_rows = write_change_set(
-                spark, table.base_path, result.committed, rows.select(*schema.keys), schema
+                spark, table.base_path, result.committed, given, schema
             )
             if result.change_set_rows is None:
                 result.change_set_error = "a file version the commit replaced is cleaned already"

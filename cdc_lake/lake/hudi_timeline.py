@@ -21,12 +21,14 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from cdc_lake.lake.checkpoint import CHECKPOINT_KEY
 from cdc_lake.lake.schema import SCHEMA_KEY, LakeSchema
+
+T = TypeVar("T")
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -243,6 +245,18 @@ def commits_between(
 
 def latest_commit(spark: SparkSession, base_path: str) -> CommitInfo | None:
     return next(completed_commits(spark, base_path, newest_first=True), None)
+
+
+def newest_recorded(
+    spark: SparkSession, base_path: str, parse: Callable[[Mapping[str, str]], T | None]
+) -> T | None:
+    """What ``parse`` reads from the extra metadata of the newest completed commit in which it
+    finds something (a table kept in step with another records the commit it reached); None
+    when no commit has it, or there is no table."""
+    for commit in completed_commits(spark, base_path, newest_first=True):
+        if (found := parse(commit.extra)) is not None:
+            return found
+    return None
 
 
 def latest_schema(spark: SparkSession, base_path: str) -> LakeSchema | None:

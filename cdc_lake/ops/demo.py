@@ -55,7 +55,7 @@ def run_demo(settings: StackSettings, changes: int = 25) -> int:
         refresh_through_sensor,
     )
     from cdc_lake.resources.local import local_resources
-    from cdc_lake.source.captured import mart_table
+    from cdc_lake.source.captured import TABLES, mart_table
     from cdc_lake.source.workload import Workload
     from cdc_lake.streaming.topics import wait_for_consumer
 
@@ -134,6 +134,11 @@ def run_demo(settings: StackSettings, changes: int = 25) -> int:
     print(f"  total revenue:    {revenue:,.2f}")
     top = ", ".join(f"{s['customer_id']} {s['revenue']:,.0f}" for s in stats[:5])
     print(f"  top customers:    {top}")
+    for kept in (t for t in TABLES if t.history):
+        path = lake.history_config(kept).base_path
+        versions = read_table(session, path)
+        current = versions.where("valid_to IS NULL").count()
+        print(f"  {kept.name} history: {versions.count():,} versions, {current:,} current ({path})")
     print("  commit instants:  " + ", ".join(c.instant for c in commits[-5:]))
     print(f"  took {time.monotonic() - t0:.0f}s")
     print()

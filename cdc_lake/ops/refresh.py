@@ -48,6 +48,8 @@ HUDI_FIGURES = (
     "schema_version",
 )
 ITEMS_FIGURES = ("dagster/row_count", "total_revenue", "customers")
+# A history table's (cdc_lake/defs/lake/history.py).
+HISTORY_FIGURES = ("build", "versions_written", "current_versions")
 
 
 def _described(metadata: dict[str, Any], wanted: tuple[str, ...]) -> str:
@@ -162,7 +164,9 @@ def run_refresh(
     for table in tables:
         keys = table_keys(table)
         job = definitions.resolve_job_def(keys.refresh_job)
-        shown = (keys.hudi, ORDER_ITEMS_KEY)
+        shown = [(keys.hudi, HUDI_FIGURES), (ORDER_ITEMS_KEY, ITEMS_FIGURES)]
+        if keys.history is not None:
+            shown.insert(1, (keys.history, HISTORY_FIGURES))
         status = max(status, _run_job(job, instance, shown, f"{home}", t0))
     return status
 
@@ -181,13 +185,15 @@ def _lag_line(evaluations: list[Any]) -> str | None:
     return f"lag: oldest change not yet in the lake {pending:,.0f} s; newest applied {newest}"
 
 
-def _run_job(job: Any, instance: Any, shown: tuple[Any, Any], home: str, t0: float) -> int:
-    """One refresh job in this process; 0, or 1 when it failed or a check failed with ERROR."""
+def _run_job(
+    job: Any, instance: Any, shown: list[tuple[Any, tuple[str, ...]]], home: str, t0: float
+) -> int:
+    """One refresh job in this process; 0, or 1 when it failed or a check failed with ERROR.
+    ``shown``: the assets whose figures it prints, and which."""
     import dagster as dg
 
     from cdc_lake.ops.instance import check_evaluations, materializations
 
-    hudi_key, items_key = shown
     started = time.monotonic()
     result = job.execute_in_process(
         instance=instance,
@@ -197,7 +203,7 @@ def _run_job(job: Any, instance: Any, shown: tuple[Any, Any], home: str, t0: flo
     )
     run_id = result.run_id
     mats = materializations(instance, run_id)
-    for key, wanted in ((hudi_key, HUDI_FIGURES), (items_key, ITEMS_FIGURES)):
+    for key, wanted in shown:
         if key in mats:
             print(f"[refresh] {key.to_user_string()}: {_described(mats[key].metadata, wanted)}")
     failed, passed = [], 0

@@ -9,7 +9,7 @@ meta sync, ``cdc_lake/aws/glue.py``).
 
 from __future__ import annotations
 
-from dataclasses import MISSING, fields
+from dataclasses import MISSING, fields, replace
 from typing import Any
 
 import dagster as dg
@@ -22,7 +22,7 @@ from cdc_lake.lake.tables import declared_columns
 from cdc_lake.marts.items_table import ItemsTableConfig
 from cdc_lake.resources.streaming import CdcPipelineResource
 from cdc_lake.source.captured import CapturedTable, mart_table
-from cdc_lake.spark_apps.params import OrderItemsParams, UpsertParams
+from cdc_lake.spark_apps.params import HistoryParams, OrderItemsParams, UpsertParams
 from cdc_lake.streaming.connect_config import CdcConnectorSettings
 
 # How the Hudi table is written, and the defaults, are declared once, in HudiTableConfig; the
@@ -128,6 +128,32 @@ class LakeResource(dg.ConfigurableResource):
             scheme=self.scheme,
             quarantine_path=quarantine if self.quarantine else None,
             max_line_mb=self.max_line_mb,
+        )
+
+    def history_config(self, table: CapturedTable) -> HudiTableConfig:
+        """How the history table of ``table`` is written: beside its lake table
+        (``<lake_prefix>/<name>_history``), as the lake table is but not partitioned, and with
+        no change sets (nothing follows it)."""
+        config = self.table_config(table)
+        return replace(
+            config,
+            base_path=f"{config.base_path}_history",
+            table_name=f"{table.name}_history",
+            partition_field="",
+            change_sets=False,
+            change_feed=False,
+            glue_database=self.glue_database,
+        )
+
+    def history_params(self, table: CapturedTable, full_scan: bool = False) -> HistoryParams:
+        """The ``history`` app's parameters for the captured ``table`` (its declaration keeps
+        a history); ``full_scan``: recompute the open versions' digest from the table."""
+        return HistoryParams(
+            self.table_path_of(table),
+            self.history_config(table),
+            table,
+            full_scan=full_scan,
+            full_scan_every=self.full_scan_every,
         )
 
     @property

@@ -89,6 +89,10 @@ class CapturedTable:
     # the column, until the lake table is rebuilt (``cdc_lake/lake/schema/policy.py``).
     exclude: tuple[str, ...] = ()
     hashed: tuple[str, ...] = ()
+    # A history table beside the lake table: every version of every row, with the source times
+    # it was valid (valid_from, valid_to), kept from the lake's commits (docs/history.md,
+    # ``cdc_lake/lake/history.py``). Off: the lake table alone.
+    history: bool = False
 
     def __post_init__(self) -> None:
         try:
@@ -139,6 +143,7 @@ class CapturedTable:
             "marts": list(self.marts),
             "exclude": list(self.exclude),
             "hashed": list(self.hashed),
+            "history": self.history,
         }
 
     @classmethod
@@ -161,6 +166,7 @@ class CapturedTable:
             marts=tuple(str(m) for m in data.get("marts", ())),
             exclude=tuple(str(c) for c in data.get("exclude", ())),
             hashed=tuple(str(c) for c in data.get("hashed", ())),
+            history=bool(data.get("history", False)),
         )
 
     @property
@@ -210,13 +216,14 @@ OUTBOX = CapturedTable(
 )
 
 # Captured beside the outbox: a table needs its declaration and nothing else. Its phone numbers
-# reach the lake hashed, and its fax numbers not at all.
+# reach the lake hashed, and its fax numbers not at all; every version of a customer is kept.
 CUSTOMERS = CapturedTable(
     source="datalake.customers",
     key="customer_id",
     ddl_file="001_northwind.sql",
     hashed=("phone",),
     exclude=("fax",),
+    history=True,
 )
 
 TABLES = (OUTBOX, CUSTOMERS)

@@ -45,8 +45,8 @@ from cdc_lake.lake.change_sets import changes_between
 from cdc_lake.lake.hudi_timeline import (
     CommitInfo,
     commits_between,
-    completed_commits,
     latest_commit,
+    newest_recorded,
 )
 from cdc_lake.lake.hudi_timeline import table_exists as hudi_table_exists
 from cdc_lake.lake.ordering import live_rows
@@ -109,10 +109,7 @@ def run_order_items(spark: SparkSession, params: OrderItemsParams) -> AppReport:
 
 def stored_state(spark: SparkSession, items_path: str) -> BuildState | None:
     """The state of the items table's newest build (None: no table, or no build in it)."""
-    for commit in completed_commits(spark, items_path, newest_first=True):
-        if (state := BuildState.of(commit.extra)) is not None:
-            return state
-    return None
+    return newest_recorded(spark, items_path, BuildState.of)
 
 
 def _incremental(

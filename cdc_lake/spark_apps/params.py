@@ -162,9 +162,39 @@ class DiffParams:
         return cls(**values)
 
 
-AppParams = UpsertParams | OrderItemsParams | DiffParams
-APPS: dict[str, type[UpsertParams] | type[OrderItemsParams] | type[DiffParams]] = {
-    p.APP: p for p in (UpsertParams, OrderItemsParams, DiffParams)
+@dataclass(frozen=True)
+class HistoryParams:
+    """The ``history`` app: the history table ``history`` of the lake table at ``table_path``
+    brought up to its newest commit (``cdc_lake/lake/history.py``). ``captured``: the lake
+    table's declaration, whole. ``full_scan``: recompute the open versions' digest from the
+    table, as every ``full_scan_every`` builds do."""
+
+    APP: ClassVar[str] = "history"
+    REPORTS_MATERIALIZATION: ClassVar[bool] = True
+
+    table_path: str
+    history: HudiTableConfig
+    captured: CapturedTable
+    full_scan: bool = False
+    full_scan_every: int = DEFAULT_FULL_SCAN_EVERY
+
+    def to_json(self) -> dict[str, Any]:
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        out["history"] = asdict(self.history)
+        out["captured"] = self.captured.to_json()
+        return out
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> HistoryParams:
+        values = _checked(cls, cls.APP, data)
+        values["history"] = HudiTableConfig(**values["history"])
+        values["captured"] = CapturedTable.from_json(values["captured"])
+        return cls(**values)
+
+
+AppParams = UpsertParams | OrderItemsParams | DiffParams | HistoryParams
+APPS: dict[str, type[AppParams]] = {
+    p.APP: p for p in (UpsertParams, OrderItemsParams, DiffParams, HistoryParams)
 }
 
 
@@ -215,6 +245,15 @@ class DiffReport:
     """The diff app's metadata key."""
 
     DIFFERENCES: Final = "row_differences"  # ``RowDifferences.to_json``
+
+
+class HistoryReport:
+    """The history app's metadata keys and its check's name, which Dagster reads back."""
+
+    BUILT_FROM: Final = "built_from_instant"  # the lake commit the history was built from
+    LAKE_COMMIT: Final = "lake_commit_instant"  # the lake's newest commit when it was built
+    OPEN_DIGEST: Final = "open_versions_digest"  # the current versions' digest
+    MATCHES_LAKE_CHECK: Final = "current_versions_match_lake"
 
 
 class OrderItemsReport:

@@ -11,6 +11,8 @@ launcher), as a step on an EMR cluster and as an EMR Serverless job run (both th
   (``cdc_lake/spark_apps/diff.py``); it writes nothing.
 - ``order_items``: the order items brought up to the table's newest commit from its change
   feed (or rebuilt from its snapshot), then their checks (``cdc_lake/spark_apps/order_items.py``).
+- ``history``: a captured table's history table, every version of its rows, brought up to the
+  lake table's newest commit (``cdc_lake/spark_apps/history.py``).
 
 Every app runs with the session's most used JVM names pinned
 (``cdc_lake/spark_apps/jvm_names.py``). An unknown app name, or parameters that do not match
@@ -25,8 +27,15 @@ from typing import TYPE_CHECKING, Any
 
 from cdc_lake.spark_apps import jvm_names
 from cdc_lake.spark_apps.diff import run_diff
+from cdc_lake.spark_apps.history import run_history
 from cdc_lake.spark_apps.order_items import run_order_items
-from cdc_lake.spark_apps.params import APPS, DiffParams, OrderItemsParams, UpsertParams
+from cdc_lake.spark_apps.params import (
+    APPS,
+    DiffParams,
+    HistoryParams,
+    OrderItemsParams,
+    UpsertParams,
+)
 from cdc_lake.spark_apps.report import AppReport
 from cdc_lake.spark_apps.upsert import run_upsert
 
@@ -44,5 +53,7 @@ def run_app(spark: SparkSession, s3_client: Any, app: str, params: Mapping[str, 
         return run_upsert(spark, s3_client, typed)
     if isinstance(typed, DiffParams):
         return run_diff(spark, typed)
+    if isinstance(typed, HistoryParams):
+        return run_history(spark, typed)
     assert isinstance(typed, OrderItemsParams)
     return run_order_items(spark, typed)

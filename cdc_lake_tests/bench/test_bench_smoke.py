@@ -13,7 +13,7 @@ from cdc_lake.stack import LocalStack
 
 
 def test_benchmarks_run_and_report(local_stack: LocalStack, spark, secret_env, tmp_path):
-    names = ["sensor", "incremental", "scale", "index", "refresh", "lag", "policy"]
+    names = ["sensor", "incremental", "scale", "index", "refresh", "lag", "policy", "history"]
     # The refresh benchmark on the default table type only: MERGE_ON_READ takes the same
     # harness path with another option (and half a minute more).
     report = run(local_stack, names, smoke=True, reps=1, spark=spark)
@@ -30,6 +30,9 @@ def test_benchmarks_run_and_report(local_stack: LocalStack, spark, secret_env, t
     # Policy: both digests ran (over different columns, so they are not compared here).
     policy = {f.name: f for f in report.figures if f.benchmark == "policy"}
     assert policy["ratio with / without column policies"].value > 0
+    # History: the upsert and the history's build both ran.
+    history = {f.name: f for f in report.figures if f.benchmark == "history"}
+    assert history["ratio refresh with / without a history"].value > 1
     incremental = [f for f in report.figures if f.benchmark == "incremental"]
     assert len(incremental) == 2 and all(f.value > 0 for f in incremental)
 

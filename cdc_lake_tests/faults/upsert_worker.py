@@ -1,10 +1,10 @@
-"""The lake's upsert app in a process of its own: its own SparkSession and JVM, so that a fault
-test can kill the Spark driver in the middle of a Hudi commit.
+"""A lake app (the upsert by default) in a process of its own: its own SparkSession and JVM, so
+that a fault test can kill the Spark driver in the middle of a Hudi commit.
 
 ``python -m cdc_lake_tests.faults.upsert_worker '<json>'`` with ``state_dir``, ``port_base``,
-``jars_dir`` (the stack's) and ``params`` (``LakeResource.upsert_params``). It runs
-``cdc_lake.spark_apps.run.run_app(spark, s3, "upsert", params)``, as the asset does, and prints
-the app's metadata as one JSON line.
+``jars_dir`` (the stack's), ``params`` (``LakeResource.upsert_params``, or another app's) and
+optionally ``app`` (``upsert``). It runs ``cdc_lake.spark_apps.run.run_app(spark, s3, app,
+params)``, as the asset does, and prints the app's metadata as one JSON line.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ def main(argv: list[str]) -> None:
     spark.sparkContext.setLogLevel("ERROR")
     s3 = LocalStack(settings, verbose=False).service("s3").client()  # type: ignore[attr-defined]
     try:
-        report = run_app(spark, s3, "upsert", cfg["params"])
+        report = run_app(spark, s3, cfg.get("app", "upsert"), cfg["params"])
     finally:
         spark.stop()
     print(json.dumps({k: v["raw_value"] for k, v in report.metadata.items()}, default=str))

@@ -28,6 +28,11 @@ Debezium, Kafka, the S3 sink, Spark with Hudi), on a pipeline of its own (the fa
 6. ``TRUNCATE ... CASCADE`` of two captured tables at once (the customers and the outbox, and so
    the order details), then a new customer and a new order: each lake holds exactly what its
    source holds.
+
+Throughout, the customers' history table (their declaration keeps one) is built after each
+refresh of their lake table, and its current versions equal the lake's live rows (its check);
+at the end every version is there, each closed at the source time of the change that ended it
+(an update, the reconcile's delete, the truncate), and no plain phone or fax is in its files.
 """
 
 from __future__ import annotations
@@ -47,6 +52,7 @@ from pyspark.sql import SparkSession
 from cdc_lake.defs.keys import table_keys
 from cdc_lake.defs.lake.assets import hudi_table_asset, hudi_tables
 from cdc_lake.defs.lake.checks import lake_checks, table_checks
+from cdc_lake.defs.lake.history import history_tables
 from cdc_lake.lake.commit import IngestResult
 from cdc_lake.lake.digest import compare_digests, source_digest
 from cdc_lake.lake.hudi import HudiTableConfig
@@ -59,6 +65,7 @@ from cdc_lake.lake.schema import columns_from_catalog
 from cdc_lake.lake.table_state import evaluate
 from cdc_lake.ops.repair import reconcile
 from cdc_lake.source.captured import CUSTOMERS, RESCAN_CHECK, UNAVAILABLE_VALUE, CapturedTable
+from cdc_lake.spark_apps.params import HistoryReport
 from cdc_lake.stack import LocalStack
 from cdc_lake.streaming.connect_config import topic_name
 from cdc_lake.streaming.topics import wait_for_consumer
@@ -97,10 +104,34 @@ def caught_up(p: FaultPipeline) -> None:
 
 
 def refresh_customers(p: FaultPipeline) -> dict[str, Any]:
-    result = dg.materialize([hudi_tables[CUSTOMERS]], resources=p.resources)
+    """The customers' lake table, then their history, as their refresh job runs them; the
+    history's check must pass. The lake table's metadata."""
+    assets = [hudi_tables[CUSTOMERS], history_tables[CUSTOMERS]]
+    result = dg.materialize(assets, resources=p.resources)
     assert result.success
-    (mat,) = [e.materialization for e in result.get_asset_materialization_events()]
+    (check,) = [c for c in result.get_asset_check_evaluations()
+                if c.check_name == HistoryReport.MATCHES_LAKE_CHECK]  # fmt: skip
+    assert check.passed, check.metadata
+    (mat,) = [e.materialization for e in result.get_asset_materialization_events()
+              if e.asset_key == table_keys(CUSTOMERS).hudi]  # fmt: skip
     return {k: v.value for k, v in mat.metadata.items()}
+
+
+def customer_versions(p: FaultPipeline, spark: SparkSession) -> dict[str, list[tuple]]:
+    """Per customer, its versions in the history table, oldest first: (phone, notes length,
+    cdc_op, valid_from ms, valid_to ms or None)."""
+    from pyspark.sql import functions as F
+
+    path = f"{p.lake.table_path_of(CUSTOMERS)}_history"
+    rows = read_table(spark, path).select(
+        "customer_id", "phone", F.length("notes").alias("notes"), "cdc_op",
+        F.unix_millis("valid_from").alias("f"), F.unix_millis("valid_to").alias("t"),
+        "cdc_ordering",
+    ).orderBy("cdc_ordering").collect()  # fmt: skip
+    out: dict[str, list[tuple]] = {}
+    for r in rows:
+        out.setdefault(r["customer_id"].strip(), []).append(tuple(r)[1:6])
+    return out
 
 
 def refresh_and_match_customers(p: FaultPipeline) -> dg.AssetCheckEvaluation:
@@ -139,7 +170,8 @@ def plain_values_anywhere(p: FaultPipeline, values: list[str]) -> list[str]:
              if any(v in json.dumps(r) for v in values)]  # fmt: skip
     places = (
         (p.cdc.raw_bucket, f"{p.cdc.raw_prefix}{topic}/"),
-        (p.lake.lake_bucket, f"{p.lake.table_prefix_of(CUSTOMERS)}/"),
+        # The lake table and its history table beside it.
+        (p.lake.lake_bucket, p.lake.table_prefix_of(CUSTOMERS)),
     )
     for bucket, prefix in places:
         for page in p.s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
@@ -239,6 +271,7 @@ def test_toasted_values_and_truncates_reach_the_lake(pipeline: FaultPipeline, sp
     first, second = [r[0] for r in sql(p, "SELECT customer_id FROM datalake.customers "
                                           "ORDER BY customer_id LIMIT 2")]  # fmt: skip
     notes = {c: secrets.token_hex(11_200) for c in (first, second)}  # 22,400 characters each
+    full_customer = first.strip()
     sql(p, "ALTER TABLE datalake.customers ADD COLUMN notes text")
     for c, text in notes.items():
         sql(p, "UPDATE datalake.customers SET notes = %s WHERE customer_id = %s", args=(text, c))
@@ -276,6 +309,11 @@ def test_toasted_values_and_truncates_reach_the_lake(pipeline: FaultPipeline, sp
     default = (hashed(p, plain["default 3"]), notes[second])
     assert lake[second.strip()] == default == source[second.strip()]
     assert lake == source
+    # Its history: the notes' version (the first build's), then the batch's last update (its
+    # three collapse, as in the lake), the first closed when the second began.
+    (old, new) = customer_versions(p, spark)[second.strip()]
+    assert old[2] == new[2] == "u" and old[1] == new[1] == len(notes[second])
+    assert new[0] == hashed(p, plain["default 3"]) and new[4] is None and old[4] == new[3]
     # The lake holds the hashes, and the plain values are nowhere past the source: the
     # connector hashed and excluded them before they entered Kafka.
     assert all(v is None or len(v) == 64 for v, _ in lake.values())
@@ -381,6 +419,16 @@ def test_toasted_values_and_truncates_reach_the_lake(pipeline: FaultPipeline, sp
     meta = refresh_customers(p)
     assert meta["rows_truncated"] == len(lake)
     assert lake_customers(p, spark) == source_customers(p) == {"AFTER": (None, "kept")}
+    # The history kept every version: the truncate closed every open one at its own time, the
+    # reconcile closed the leftovers, and only the new customer's is open.
+    versions = customer_versions(p, spark)
+    assert [c for c, vs in versions.items() if vs[-1][4] is None] == ["AFTER"]
+    (truncated_at,) = {vs[-1][4] for c, vs in versions.items() if c not in ("AFTER", "LEFT1",
+                                                                           "LEFT2")}  # fmt: skip
+    assert truncated_at == markers[0]["__source_ts_ms"]
+    assert all(versions[c][-1][4] < truncated_at for c in ("LEFT1", "LEFT2"))
+    assert versions[full_customer][-1][0] == hashed(p, plain["full 1"])
+    assert plain_values_anywhere(p, list(plain.values())) == []  # the history's files too
     outbox = p.refresh()
     assert outbox["rows_truncated"] > 0
     diff = p.compare(spark)

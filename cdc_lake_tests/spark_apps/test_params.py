@@ -12,7 +12,13 @@ from cdc_lake.lake.schema import SourceColumn, initial
 from cdc_lake.resources.lake import LakeResource
 from cdc_lake.resources.streaming import CdcPipelineResource
 from cdc_lake.source.captured import CUSTOMERS, OUTBOX, CapturedTable
-from cdc_lake.spark_apps.params import APPS, DiffParams, OrderItemsParams, UpsertParams
+from cdc_lake.spark_apps.params import (
+    APPS,
+    DiffParams,
+    HistoryParams,
+    OrderItemsParams,
+    UpsertParams,
+)
 from cdc_lake.spark_apps.run import run_app
 
 
@@ -48,7 +54,15 @@ def test_the_parameters_survive_the_json_trip():
                       "integer", False), SourceColumn("quantity", "smallint")])  # fmt: skip
     diff = DiffParams("s3a://lake/lake/order_details", schema, "s3a://lake/x.keys", 64, (3, 9))
     assert DiffParams.from_json(json.loads(json.dumps(diff.to_json()))) == diff
-    assert set(APPS) == {"upsert", "order_items", "diff"}
+    # The customers keep a history beside their lake table, written as it is but unpartitioned,
+    # with no change sets of its own.
+    history = LakeResource(lake_bucket="lake", lake_prefix="x").history_params(CUSTOMERS, True)
+    assert HistoryParams.from_json(json.loads(json.dumps(history.to_json()))) == history
+    assert history.table_path == "s3a://lake/x/customers" and history.captured.history
+    assert history.history.base_path == "s3a://lake/x/customers_history"
+    assert history.history.table_name == "customers_history" and history.full_scan
+    assert not history.history.change_sets and history.history.partition_field == ""
+    assert set(APPS) == {"upsert", "order_items", "diff", "history"}
     # Only the diff app, which a check runs, reports without a materialization (entry.py).
     assert {a for a, p in APPS.items() if not p.REPORTS_MATERIALIZATION} == {"diff"}
 
