@@ -54,6 +54,7 @@ from cdc_lake.lake.hudi_timeline import (
     path_exists,
 )
 from cdc_lake.lake.schema import spark_type
+from cdc_lake.lake.timeline import instant_time
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -120,7 +121,11 @@ def write_change_set(
         .parquet(*files)
         .select(F.when(written, "after").otherwise("before").alias("_side"), "*")
         .join(
-            F.broadcast(keys.select(*schema.keys, F.col("cdc_source_ts_ms").alias(APPLIED_TS))),
+            # One change per key (the callers give one): a join that keeps the rows one to one.
+            F.broadcast(
+                keys.select(*schema.keys, F.col("cdc_source_ts_ms").alias(APPLIED_TS))
+                .dropDuplicates(list(schema.keys))
+            ),
             list(schema.keys),
         )
     )
@@ -184,8 +189,9 @@ def read_change_set_sides(
     spark: SparkSession, base_path: str, commits: Sequence[CommitInfo], schema: LakeSchema
 ) -> DataFrame:
     """The rows of the change sets of ``commits`` (each must have one) as written: the image
-    columns lake-typed, ``_side`` (before or after), ``_applied_ts_ms`` and ``_commit``, the
-    commit's completion time, which orders them. ``schema``: the table's."""
+    columns lake-typed, ``_side`` (before or after), ``_applied_ts_ms``, ``_commit``, the
+    commit's completion time, which orders them, and ``_commit_ms``, that time in epoch
+    milliseconds (UTC, as the stack and EMR write it). ``schema``: the table's."""
     from pyspark.sql.types import LongType
 
     if not commits:
@@ -195,7 +201,10 @@ def read_change_set_sides(
     out = None
     for c in commits:
         rows = spark.read.schema(struct).parquet(change_set_path(base_path, c.instant))
-        rows = rows.withColumn("_commit", F.lit(c.completed))
+        when = instant_time(c.completed[:17])
+        rows = rows.withColumn("_commit", F.lit(c.completed)).withColumn(
+            "_commit_ms", F.lit(int(when.timestamp() * 1000) if when else None).cast("long")
+        )
         out = rows if out is None else out.unionByName(rows)
     assert out is not None
     return out

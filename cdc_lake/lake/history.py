@@ -26,16 +26,19 @@ Incremental build (``version_rows``), the usual case
     A live ``after`` that differs from ``before`` opens a version; a live ``before`` whose
     ordering the ``after`` does not keep is closed, at the ``after``'s source time, or at the
     time of the delete the commit applied when there is no ``after`` (``_applied_ts_ms``). One
-    Hudi upsert writes the versions opened and closed; it reads neither the lake table nor the
-    history table, so it costs what the change costs.
+    Hudi upsert writes the versions opened and closed. It reads neither the lake table nor the
+    history table; Hudi's upsert rewrites the file groups that hold the versions it closes, as
+    the lake's upsert rewrites those of the rows it changes. Where one commit left a key twice
+    (the change sets' docstring), either after row may be taken.
 
 Full build (``reconcile_rows``)
     When there is nothing to follow from (no history table yet, a lake commit since without a
     change set, the commit built from archived): the lake's live rows as of its newest commit
     against the history's open versions. A live row no open version equals opens one; an open
-    version the lake no longer holds is closed, at the source time of the key's live row, or
-    at the lake commit's time when the key is gone (the time of the delete is lost with the
-    change set). Versions closed before stay as they are.
+    version the lake no longer holds is closed, at the source time of the key's row (its live
+    row, or its soft delete), or at the lake commit's time when the key is gone (the time of a
+    hard delete is lost with the change set). Versions closed before stay as they are; the
+    versions the lake held in between, if any, are lost.
 
 Exactly once
     Each history commit records, atomically with its rows, the lake commit it was built from
@@ -46,9 +49,9 @@ Exactly once
 The check (``cdc_lake/defs/lake/history.py``)
     The open versions' digest (``cdc_lake/lake/digest.py``) is kept in the state, updated by
     each build from what it writes (plus the versions it leaves open, minus the open versions
-    it closes or rewrites), and recomputed from the table on a full build, when the lake's
-    columns changed, every ``full_scan_every`` builds and on request. It must equal the
-    digest of the lake's live rows at the same commit.
+    it closes or rewrites). After a full build, every ``full_scan_every`` builds, when the
+    lake's columns changed and on request, it is read back from the committed table instead.
+    It must equal the digest of the lake's live rows at the same commit: keys and content.
 """
 
 from __future__ import annotations
@@ -62,7 +65,7 @@ from pyspark.sql import functions as F
 
 from cdc_lake.lake.change_sets import APPLIED_TS
 from cdc_lake.lake.changes import image_schema
-from cdc_lake.lake.ordering import ORDERING_FIELD
+from cdc_lake.lake.ordering import ORDERING_FIELD, live_rows
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -130,11 +133,6 @@ def _live(image: Column) -> Column:
     return image.isNotNull() & ~F.coalesce(image[_FLAG], F.lit(False))
 
 
-def _millis(completed: Column) -> Column:
-    """A Hudi completion time (``yyyyMMddHHmmssSSS``, UTC) as epoch milliseconds."""
-    return F.unix_millis(F.to_timestamp(F.substring(completed, 1, 17), "yyyyMMddHHmmssSSS"))
-
-
 def as_versions(rows: DataFrame, schema: LakeSchema, valid_to_ms: Column) -> DataFrame:
     """Lake rows (live) as history rows, ``valid_to`` from ``valid_to_ms`` (null: current)."""
     return rows.select(
@@ -171,13 +169,14 @@ def version_rows(sides: DataFrame, schema: LakeSchema) -> Versions:
         F.first(F.when(side == "before", image), ignorenulls=True).alias("b"),
         F.first(F.when(side == "after", image), ignorenulls=True).alias("a"),
         F.max(APPLIED_TS).alias("_applied"),
+        F.max("_commit_ms").alias("_commit_ms"),
     )
     b, a = F.col("b"), F.col("a")
     changed = ~b.eqNullSafe(a)
     # The before version ends unless the after is the same version (same ordering, maybe a
     # column given to it): at the after's time, the applied delete's, or the commit's.
     ends = a.isNull() | (a[ORDERING_FIELD] != b[ORDERING_FIELD])
-    end_ms = F.coalesce(a["cdc_source_ts_ms"], F.col("_applied"), _millis(F.col("_commit")))
+    end_ms = F.coalesce(a["cdc_source_ts_ms"], F.col("_applied"), F.col("_commit_ms"))
     events = per_commit.select(
         F.explode(
             F.array(
@@ -202,11 +201,12 @@ def version_rows(sides: DataFrame, schema: LakeSchema) -> Versions:
     ).where(F.col("e").isNotNull())
     version_key = [F.col(f"e.v.{k}").alias(k) for k in (*keys, ORDERING_FIELD)]
     per_version = events.groupBy(*version_key).agg(
-        # The content written last; where the version came from (a before: it was open).
+        # The content and the end written last (a version closed, then open again: open);
+        # where the version came from (a before: it was open).
         F.max_by(F.col("e.v"), F.col("e.at")).alias("last"),
         F.min_by(F.struct(F.col("e.v"), F.col("e.at").endswith("0").alias("pre")), F.col("e.at"))
         .alias("first"),
-        F.max(F.col("e.end")).alias("end"),
+        F.max_by(F.col("e.end"), F.col("e.at")).alias("end"),
     ).persist()
     rows = as_versions(per_version.select("last.*", "end"), schema, F.col("end"))
     replaced = per_version.where(F.col("first.pre")).select("first.v.*")
@@ -214,14 +214,15 @@ def version_rows(sides: DataFrame, schema: LakeSchema) -> Versions:
 
 
 def reconcile_rows(
-    live: DataFrame, stored_open: DataFrame | None, schema: LakeSchema, gone_at_ms: int
+    table: DataFrame, stored_open: DataFrame | None, schema: LakeSchema, gone_at_ms: int
 ) -> DataFrame:
-    """A full build's rows (see the module docstring): ``live``, the lake's live rows; the
-    history's open versions ``stored_open`` (None: no history table yet); ``gone_at_ms``, when
-    to close a version whose key the lake no longer holds."""
+    """A full build's rows (see the module docstring): ``table``, the lake table's rows (a
+    soft-deleted one, flagged, gives the time of its delete); the history's open versions
+    ``stored_open`` (None: no history table yet); ``gone_at_ms``, when to close a version whose
+    key the lake no longer holds at all."""
     keys = list(schema.keys)
     cols = version_columns(schema)
-    lake = live.select(*cols)
+    lake = live_rows(table).select(*cols)
     if stored_open is None:
         return as_versions(lake, schema, F.lit(None).cast("long"))
     stored = stored_open.select(*[
@@ -230,7 +231,7 @@ def reconcile_rows(
         for c in cols
     ])  # fmt: skip
     opened = lake.subtract(stored)
-    now = lake.select(*keys, F.col("cdc_source_ts_ms").alias("_now_ts"))
+    now = table.select(*keys, F.col("cdc_source_ts_ms").alias("_now_ts"))
     closed = (
         stored.join(lake.select(*keys, ORDERING_FIELD), [*keys, ORDERING_FIELD], "left_anti")
         .join(now, keys, "left")

@@ -18,7 +18,13 @@ from typing import TYPE_CHECKING
 from pyspark.sql import functions as F
 
 from cdc_lake.lake.change_sets import has_change_sets, read_change_set_sides
-from cdc_lake.lake.digest import add_digests, comparable, empty_digest, spark_digest
+from cdc_lake.lake.digest import (
+    add_digests,
+    comparable,
+    compare_digests,
+    empty_digest,
+    spark_digest,
+)
 from cdc_lake.lake.history import (
     STATE_KEY,
     VALID_TO,
@@ -35,7 +41,7 @@ from cdc_lake.lake.hudi_timeline import (
     newest_recorded,
     table_exists,
 )
-from cdc_lake.lake.ordering import ORDERING_FIELD, live_rows
+from cdc_lake.lake.ordering import ORDERING_FIELD
 from cdc_lake.lake.readers import read_as_of, read_table
 from cdc_lake.lake.table_schema import table_schema
 from cdc_lake.lake.timeline import instant_time
@@ -56,8 +62,9 @@ class _Build:
     reason: str = ""  # why a full build
     written: int = 0
     still_open: int = 0
-    rescanned: bool = False  # the open versions' digest recomputed from the table
-    matched_rescan: bool | None = None  # ... and whether the kept one agreed
+    rescan_due: bool = False  # read the open versions' digest back after the commit
+    rescanned: bool = False  # ... done
+    matched_rescan: bool | None = None  # ... and whether the one the commit recorded agreed
     committed: CommitInfo | None = None
 
 
@@ -88,14 +95,20 @@ def run_history(spark: SparkSession, params: HistoryParams) -> AppReport:
     if build is None:
         build = _full(spark, params, schema, state, newest)
         build.reason = reason
-    stale = build.state is not None and comparable(build.state.digest, empty_digest(schema=schema))
-    if build.kind == "none" and build.state is not None and stale:
-        # The lake's columns changed and no row with them: the digest over them, reported (the
-        # next build that writes stores it).
-        stored = open_versions(read_table(spark, config.base_path), schema)
-        build.state = replace(build.state, digest=spark_digest(stored, schema=schema))
+    kept = build.state.digest if build.state is not None else None
+    stale = kept is not None and comparable(kept, empty_digest(schema=schema)) is not None
+    if kept is not None and (params.full_scan or build.rescan_due or stale):
+        # The open versions' digest read back from the committed table: what the check then
+        # compares with the lake. Kept for the next build is the one the commit recorded.
+        read_back = spark_digest(
+            open_versions(read_table(spark, config.base_path), schema), schema=schema
+        )
+        if not stale:
+            build.matched_rescan = compare_digests(kept, read_back).equal
+        assert build.state is not None
+        build.state = replace(build.state, digest=read_back)
         build.rescanned = True
-    return _report(config, build, newest)
+    return _report(config, build, newest, schema)
 
 
 def stored_state(spark: SparkSession, history_path: str) -> HistoryState | None:
@@ -118,27 +131,17 @@ def _incremental(
         if written == 0:
             return _Build("none", state)  # the commits since changed no row
         kept = state.digest
-        rescan = (
-            params.full_scan
-            or comparable(kept, empty_digest(schema=schema)) is not None
-            or state.builds_since_full + 1 >= params.full_scan_every
-        )
+        due = params.full_scan or state.builds_since_full + 1 >= params.full_scan_every
         plus = spark_digest(versions.still_open(), schema=schema)
-        build = _Build("incremental", state, written=written)
-        if rescan:
+        build = _Build("incremental", state, written=written, rescan_due=due)
+        if comparable(kept, empty_digest(schema=schema)) is None:
+            minus = spark_digest(versions.replaced, schema=schema)
+            digest = add_digests(kept, plus, minus)
+        else:  # the lake's columns changed: over the new ones, from the stored open versions
             stored = open_versions(read_table(spark, params.history.base_path), schema)
             digest = spark_digest(_open_after(stored, versions.rows, schema), schema=schema)
-            build.rescanned = True
-            if comparable(kept, digest) is None:
-                minus = spark_digest(versions.replaced, schema=schema)
-                build.matched_rescan = add_digests(kept, plus, minus) == digest
-        else:
-            digest = add_digests(kept, plus, spark_digest(versions.replaced, schema=schema))
         build.state = HistoryState(
-            newest.instant,
-            newest.completed,
-            digest,
-            0 if rescan else state.builds_since_full + 1,
+            newest.instant, newest.completed, digest, 0 if due else state.builds_since_full + 1
         )
         _write(params.history, versions.rows, schema, build.state)
     finally:
@@ -159,10 +162,10 @@ def _full(
     exists = table_exists(spark, params.history.base_path)
     history = read_table(spark, params.history.base_path) if exists else None
     stored = open_versions(history, schema) if history is not None else None
-    live = live_rows(read_as_of(spark, params.table_path, newest.instant))
+    table = read_as_of(spark, params.table_path, newest.instant)
     when = instant_time(newest.completed[:17])
     gone_at_ms = int(when.timestamp() * 1000) if when is not None else 0
-    rows = reconcile_rows(live, stored, schema, gone_at_ms).persist()
+    rows = reconcile_rows(table, stored, schema, gone_at_ms).persist()
     try:
         written = rows.count()
         if written == 0:
@@ -171,7 +174,7 @@ def _full(
         after = _open_after(stored, rows, schema) if stored is not None else current
         digest = spark_digest(after, schema=schema)
         build = _Build("full", HistoryState(newest.instant, newest.completed, digest),
-                       written=written, rescanned=True)  # fmt: skip
+                       written=written, rescan_due=True)  # fmt: skip
         assert build.state is not None
         _write(params.history, rows, schema, build.state)
     finally:
@@ -198,15 +201,19 @@ def _write(
     rows.write.format("hudi").options(**options).mode("append").save(config.base_path)
 
 
-def _report(config: HudiTableConfig, build: _Build, newest: CommitInfo) -> AppReport:
+def _report(
+    config: HudiTableConfig, build: _Build, newest: CommitInfo, schema: LakeSchema
+) -> AppReport:
     state = build.state
+    # No build yet (a lake table with no live row): no version, the digest of none.
+    digest = state.digest if state else empty_digest(schema=schema)
     report = AppReport()
     report.metadata = {
         HistoryReport.BUILT_FROM: meta(state.built_from_instant if state else "none", "text"),
-        HistoryReport.OPEN_DIGEST: meta(state.digest if state else {}, "json"),
+        HistoryReport.OPEN_DIGEST: meta(digest, "json"),
         "build": meta(build.kind, "text"),
         "versions_written": meta(build.written, "int"),
-        "current_versions": meta(int(state.digest["rows"]) if state else 0, "int"),
+        "current_versions": meta(int(digest["rows"]), "int"),
         "digest_rescanned": meta(build.rescanned, "bool"),
         HistoryReport.LAKE_COMMIT: meta(newest.instant, "text"),
         "history_commit_instant": meta(

@@ -3,7 +3,9 @@ and the real Hudi bundle, built from the lake table the upsert writes: a change 
 version it replaces at its own source time, changes one refresh applied collapse as in the lake,
 a hard delete and a truncate close the last version, a replay and a build with nothing new
 change nothing, a lost change set falls back to a full build that keeps what was closed, and the
-current versions always equal the lake's live rows (digests and rows)."""
+current versions always equal the lake's live rows (digests and rows). With soft deletes, a
+delete closes the version and a row inserted again opens a new one, over several lake commits
+in one build, and a full build closes a soft-deleted row's version at its delete's time."""
 
 from __future__ import annotations
 
@@ -30,8 +32,9 @@ from cdc_lake.spark_apps.params import HistoryParams, HistoryReport
 from cdc_lake_tests.lake.test_truncates import truncate
 
 
-def _ingest(spark: SparkSession, lake: SyntheticLake, **kw: Any) -> None:
-    ingest_new_files(spark, lake.client, lake.source, lake.table(), captured=OUTBOX,
+def _ingest(spark: SparkSession, lake: SyntheticLake, delete_mode: str = "hard", **kw: Any) -> None:
+    table = lake.table(delete_mode=delete_mode)
+    ingest_new_files(spark, lake.client, lake.source, table, captured=OUTBOX,
                      declared=OUTBOX_COLUMNS, **kw)  # fmt: skip
 
 
@@ -172,3 +175,55 @@ def test_versions_open_close_and_survive_a_lost_change_set(
     assert current and {k for k, v in channels.items() if v == "retail"} == current
     assert all(v is None for k, v in channels.items() if k not in current)
     _matches_lake(spark, lake, added)
+
+
+def test_soft_deletes_several_commits_in_one_build_and_a_rescan(
+    spark: SparkSession, lake: SyntheticLake
+):
+    soft = "soft"
+    # A lake table with no live row (a delete of an order it never held): no version, and the
+    # digest of none, which is the lake's.
+    lake.put([event(9, 50, 1, op="d", deleted=True)])
+    _ingest(spark, lake, soft)
+    empty = _build(spark, lake)
+    assert empty["build"] == "none" and empty[HistoryReport.OPEN_DIGEST]["rows"] == 0, empty
+    base = lake.table().base_path
+    schema = table_schema(spark, base, captured=OUTBOX)
+    assert schema is not None
+    lake_digest = spark_digest(live_rows(read_table(spark, base)), schema=schema)
+    assert empty[HistoryReport.OPEN_DIGEST] == {**lake_digest, "rows": 0}
+
+    lake.put([event(1, 100, 2, op="c"), event(2, 100, 3, op="c")])
+    _ingest(spark, lake, soft)
+    assert _build(spark, lake)["build"] == "full"
+    # Two lake commits, one build: 1 deleted (its flagged row stays in the lake) and inserted
+    # again, 2 updated.
+    lake.put([event(1, 200, 4, op="d", deleted=True), event(2, 150, 5, customer_id="BONAP")])
+    _ingest(spark, lake, soft)
+    lake.put([event(1, 300, 6, op="c", customer_id="CHOPS")])
+    _ingest(spark, lake, soft)
+    both = _build(spark, lake)
+    assert both["build"] == "incremental", both
+    assert _versions(spark, lake) == {
+        (1, 100): ("ALFKI", "c", 200),
+        (1, 300): ("CHOPS", "c", None),
+        (2, 100): ("ALFKI", "c", 150),
+        (2, 150): ("BONAP", "u", None),
+    }
+    _matches_lake(spark, lake, both)
+
+    # A full build (the commit's change set lost) closes 2 at its soft delete's own time.
+    lake.put([event(2, 400, 7, op="d", deleted=True)])
+    _ingest(spark, lake, soft)
+    commit = latest_commit(spark, lake.table().base_path)
+    assert commit is not None
+    delete_path(spark, f"{lake.table().base_path}/{CHANGE_SETS_DIR}/{commit.instant}")
+    full = _build(spark, lake)
+    assert full["build"] == "full" and full["incremental_matched_rescan"], full
+    assert _versions(spark, lake)[(2, 150)] == ("BONAP", "u", 400)
+    _matches_lake(spark, lake, full)
+    # A rescan on request with the lake unchanged: read back from the table, and it agrees.
+    rescan = _build(spark, lake, full_scan=True)
+    assert rescan["build"] == "none" and rescan["digest_rescanned"], rescan
+    assert rescan["incremental_matched_rescan"]
+    _matches_lake(spark, lake, rescan)

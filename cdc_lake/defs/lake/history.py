@@ -11,8 +11,9 @@ figures and check result are carried forward.
 
 ``current_versions_match_lake`` (blocking): the digest of the open versions equals the digest of
 the lake table's live rows that its own materialisation reported for the same commit: the
-history's current rows are the lake's, keys and content. Run config ``full_scan`` recomputes the
-open versions' digest from the table instead of carrying it from build to build.
+history's current rows are the lake's, keys and content (not their ``cdc_ordering`` nor their
+times). Run config ``full_scan`` reads the open versions' digest back from the committed table
+instead of carrying it from build to build.
 """
 
 from typing import Any
@@ -34,8 +35,8 @@ from cdc_lake.spark_apps.params import HistoryReport, UpsertReport
 class HistoryConfig(dg.Config):
     full_scan: bool = Field(
         default=False,
-        description="Recompute the digest of the current versions from the whole history table, "
-        "instead of carrying it from build to build.",
+        description="Read the digest of the current versions back from the whole history table, "
+        "instead of carrying it from build to build (also when nothing is built).",
     )
 
 
