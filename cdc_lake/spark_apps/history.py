@@ -61,7 +61,6 @@ class _Build:
     state: HistoryState | None
     reason: str = ""  # why a full build
     written: int = 0
-    still_open: int = 0
     rescan_due: bool = False  # read the open versions' digest back after the commit
     rescanned: bool = False  # ... done
     matched_rescan: bool | None = None  # ... and whether the one the commit recorded agreed
@@ -146,7 +145,6 @@ def _incremental(
         _write(params.history, versions.rows, schema, build.state)
     finally:
         versions.unpersist()
-    build.still_open = int(build.state.digest["rows"])
     build.committed = latest_commit(spark, params.history.base_path)
     return build
 
@@ -179,7 +177,6 @@ def _full(
         _write(params.history, rows, schema, build.state)
     finally:
         rows.unpersist()
-    build.still_open = int(digest["rows"])
     build.committed = latest_commit(spark, params.history.base_path)
     return build
 
