@@ -11,6 +11,7 @@
         --latency-variant hoodie.metadata.index.column.stats.enable=false
     python -m bench --only refresh --reps 2 --table-type COPY_ON_WRITE --table-type MERGE_ON_READ
     python -m bench --only warm --reps 3  # a fresh run process: Spark in it vs the lake server
+    python -m bench --only cluster --reps 3  # a refresh on the standalone cluster vs the server
     python -m bench --only connect-iceberg  # Iceberg's Kafka Connect sink against cdc-lake
     python -m bench --only soak --soak-commits 2000  # a day of commits (hours; never by default)
     python -m bench --only policy        # what hashed and excluded columns cost matches_source
@@ -30,6 +31,7 @@ import shlex
 import shutil
 import sys
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 from bench.benchmarks import bench_incremental, bench_sensor
@@ -46,16 +48,17 @@ from bench.policy_cost import bench_policy_cost
 from bench.refresh_cost import bench_refresh_cost
 from bench.scale import bench_scale
 from bench.soak import bench_soak, samples_table
-from bench.warm_spark import bench_warm_spark
+from bench.warm_spark import bench_cluster, bench_warm_spark
 from cdc_lake.lake.hudi import HudiTableConfig
 from cdc_lake.stack import LocalStack, StackSettings
 from cdc_lake.stack.install import install, install_optional
-from cdc_lake.stack.services import S3Proxy
+from cdc_lake.stack.services import S3Proxy, spark_cluster_services
 from cdc_lake.stack.settings import project_root
 from cdc_lake.stack.spark import build_spark_session
 
 BENCHMARKS = (
     "sensor", "incremental", "latency", "scale", "peers", "index", "empty", "refresh", "warm",
+    "cluster",
     "connect-iceberg", "soak", "lag", "policy", "history",
 )  # fmt: skip
 # Run only when named: hours at full size.
@@ -126,6 +129,12 @@ def run(
         report.add(
             *bench_warm_spark(stack, client, 50 if smoke else 2_000, 2 if smoke else 3,
                               5 if smoke else 20, reps, say)
+        )  # fmt: skip
+    if "cluster" in only:
+        # Fresh run processes, the lake server and the stack's standalone cluster.
+        report.add(
+            *bench_cluster(stack, client, 50 if smoke else 2_000, 2 if smoke else 3,
+                           5 if smoke else 20, reps, say)
         )  # fmt: skip
     if "connect-iceberg" in only:
         # In a worker process too: its session loads Iceberg's Spark runtime beside Hudi.
@@ -348,7 +357,10 @@ def main(argv: list[str] | None = None) -> int:
         install_optional(settings, "iceberg-connect")
     # Latency and connect-iceberg need the whole stack; warm needs the lake server too, the
     # others only the S3 server.
-    servers = ["s3", "lake_server"] if "warm" in only else ["s3"]
+    servers = ["s3", "lake_server"] if {"warm", "cluster"} & set(only) else ["s3"]
+    if "cluster" in only:  # and the standalone cluster, which the child runs' settings name
+        settings = replace(settings, spark_mode="cluster")
+        servers += [svc.name for svc in spark_cluster_services(settings)]
     whole = any(b in only for b in WHOLE_STACK)
     stack = LocalStack(settings, verbose=False, only=None if whole else servers)
     try:

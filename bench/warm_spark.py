@@ -6,6 +6,7 @@ synthetic table of ``orders`` orders. Figures: the medians of the run process's 
 its start to its exit) and of ``dg.materialize`` alone, per mode, and their ratios.
 
     python -m bench --only warm --reps 3
+    python -m bench --only cluster --reps 3   # the standalone cluster against the lake server
 """
 
 from __future__ import annotations
@@ -44,10 +45,14 @@ def _child(name: str, mode: str) -> None:
     )
     result = materialize(ASSETS, resources=resources, instance=dg.DagsterInstance.ephemeral())
     assert result.success and new_commit(result)
-    print(json.dumps({"materialize_s": time.monotonic() - t0}))
+    # The Hudi asset's step alone: the upsert app with the checks it evaluates.
+    upsert = next(e.event_specific_data.duration_ms / 1000 for e in result.all_events
+                  if e.is_step_success and str(e.step_key).startswith("hudi__"))  # fmt: skip
+    print(json.dumps({"materialize_s": time.monotonic() - t0, "upsert_s": upsert}))
 
 
-def _run(stack: LocalStack, name: str, mode: str) -> tuple[float, float]:
+def _run(stack: LocalStack, name: str, mode: str) -> tuple[float, dict[str, float]]:
+    """One refresh in a fresh process: its wall time, and what it reports (``_child``)."""
     s = stack.settings
     env = {
         **os.environ,
@@ -67,7 +72,43 @@ def _run(stack: LocalStack, name: str, mode: str) -> tuple[float, float]:
     wall = time.monotonic() - t0
     if proc.returncode != 0:
         raise RuntimeError(f"warm: the {mode} run failed:\n{proc.stderr[-3000:]}")
-    return wall, json.loads(proc.stdout.splitlines()[-1])["materialize_s"]
+    return wall, json.loads(proc.stdout.splitlines()[-1])
+
+
+def _alternate(
+    stack: LocalStack,
+    client: Any,
+    name: str,
+    modes: tuple[str, str],
+    orders: int,
+    files: int,
+    events_per_file: int,
+    reps: int,
+    say: Callable[[str], None],
+) -> dict[str, list[tuple[float, dict[str, float]]]]:
+    """A table of ``orders`` orders (built on the lake server, untimed), then ``reps`` rounds
+    of one refresh per mode, each of ``files`` new files, the modes' order alternating."""
+    s = stack.settings
+    lake = SyntheticLake(client, s.raw_bucket, s.lake_bucket, name=f"{name}-{os.getpid()}")
+    per_file = max(1, orders // 10)
+    for start in range(0, orders, per_file):
+        lake.put([event(i, 100, i + 1) for i in range(start, min(orders, start + per_file))])
+    say(f"{name}: building a table of {orders:,} orders")
+    _run(stack, lake.name, "server")
+    clock = 1_000
+    times: dict[str, list[tuple[float, dict[str, float]]]] = {m: [] for m in modes}
+    for rep in range(reps):
+        for mode in modes if rep % 2 == 0 else modes[::-1]:
+            for f in range(files):
+                batch = [event((clock + i * 7) % orders, clock + i, clock + i)
+                         for i in range(events_per_file)]  # fmt: skip
+                clock += events_per_file
+                lake.put(batch, partition=f % 2)
+            wall, got = _run(stack, lake.name, mode)
+            times[mode].append((wall, got))
+            say(f"{name}: {mode:<10} run {wall:6.1f}s (materialize {got['materialize_s']:6.1f}s, "
+                f"upsert step {got['upsert_s']:5.1f}s)")  # fmt: skip
+    return times
 
 
 def bench_warm_spark(
@@ -79,27 +120,9 @@ def bench_warm_spark(
     reps: int,
     say: Callable[[str], None],
 ) -> list[Figure]:
-    s = stack.settings
-    lake = SyntheticLake(client, s.raw_bucket, s.lake_bucket, name=f"warm-{os.getpid()}")
-    per_file = max(1, orders // 10)
-    for start in range(0, orders, per_file):
-        lake.put([event(i, 100, i + 1) for i in range(start, min(orders, start + per_file))])
-    say(f"warm: building a table of {orders:,} orders")
-    _run(stack, lake.name, "server")
-    clock = 1_000
-    times: dict[str, list[tuple[float, float]]] = {m: [] for m in MODES}
-    for rep in range(reps):
-        for mode in MODES if rep % 2 == 0 else MODES[::-1]:
-            for f in range(files):
-                batch = [event((clock + i * 7) % orders, clock + i, clock + i)
-                         for i in range(events_per_file)]  # fmt: skip
-                clock += events_per_file
-                lake.put(batch, partition=f % 2)
-            wall, mat = _run(stack, lake.name, mode)
-            times[mode].append((wall, mat))
-            say(f"warm: {mode:<10} run {wall:6.1f}s (materialize {mat:6.1f}s)")
+    times = _alternate(stack, client, "warm", MODES, orders, files, events_per_file, reps, say)
     wall = {m: median([w for w, _ in times[m]]) for m in MODES}
-    mat = {m: median([t for _, t in times[m]]) for m in MODES}
+    mat = {m: median([t["materialize_s"] for _, t in times[m]]) for m in MODES}
     work = f"{files} files x {events_per_file} changes, {orders:,} orders"
     return [
         Figure("warm", f"run process, Spark in process, {work}", wall["in_process"], "s", ""),
@@ -108,6 +131,34 @@ def bench_warm_spark(
         Figure("warm", "materialize, warm lake server", mat["server"], "s", ""),
         Figure("warm", "run process: in process / server", wall["in_process"] / wall["server"],
                "x", "", "what the lake server saves a run"),
+    ]  # fmt: skip
+
+
+def bench_cluster(
+    stack: LocalStack,
+    client: Any,
+    orders: int,
+    files: int,
+    events_per_file: int,
+    reps: int,
+    say: Callable[[str], None],
+) -> list[Figure]:
+    """``cluster``: the same refreshes on the stack's Spark standalone cluster (each app an
+    application of its own: driver and executors start) and on the warm lake server."""
+    modes = ("cluster", "server")
+    times = _alternate(stack, client, "cluster", modes, orders, files, events_per_file, reps, say)
+    mat = {m: median([t["materialize_s"] for _, t in times[m]]) for m in modes}
+    upsert = {m: median([t["upsert_s"] for _, t in times[m]]) for m in modes}
+    work = f"{files} files x {events_per_file} changes, {orders:,} orders"
+    return [
+        Figure("cluster", f"upsert step, standalone cluster (2 workers), {work}",
+               upsert["cluster"], "s", ""),
+        Figure("cluster", f"upsert step, warm lake server, {work}", upsert["server"], "s", ""),
+        Figure("cluster", "upsert step: cluster / lake server",
+               upsert["cluster"] / upsert["server"], "x", "",
+               "each app's JVMs start on the cluster; the server's are warm"),
+        Figure("cluster", "refresh (upsert + order items): cluster / lake server",
+               mat["cluster"] / mat["server"], "x", ""),
     ]  # fmt: skip
 
 

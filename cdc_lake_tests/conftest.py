@@ -12,6 +12,7 @@ import shutil
 import socket
 import tempfile
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -19,6 +20,7 @@ import pytest
 
 from cdc_lake.stack import LocalStack, StackSettings
 from cdc_lake.stack.install import install, jars_installed
+from cdc_lake.stack.settings import CONNECT_WORKERS, LOCAL_SPARK_MODES
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -38,10 +40,14 @@ def fresh_state_dir(prefix: str = "cdc-lake-test-") -> Path:
 
 
 def make_settings(port_base: int, state_dir: Path | None = None) -> StackSettings:
+    """A stack's settings for the tests: the default servers and Spark launcher whatever the
+    caller's environment says (the tests that want the cluster or a second Connect worker start
+    them themselves)."""
     project_jars = StackSettings.from_env().jars_dir
-    return StackSettings.from_env(
+    settings = StackSettings.from_env(
         state_dir=state_dir or fresh_state_dir(), port_base=port_base, jars_dir=project_jars
     )
+    return replace(settings, spark_mode=LOCAL_SPARK_MODES[0], connect_workers=CONNECT_WORKERS[0])
 
 
 @pytest.fixture(scope="session")

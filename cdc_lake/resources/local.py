@@ -4,15 +4,15 @@ Secrets are ``dg.EnvVar``s naming the variables of ``cdc_lake.stack.settings.loc
 their values come from the stack's credentials, in ``.env`` (``cdc-lake stack up``) or the calling
 process. ``local_connector_settings`` gives the connectors' settings these resources deploy.
 
-Where the Spark apps run is ``CDC_LAKE_LOCAL_SPARK`` (``local_spark_mode``): ``server`` (the
-default) sends them to the stack's lake server, whose session is warm; ``in_process`` builds a
-session in the run's own process, with its JVM start, as the tests of pure Spark code and the
-benchmarks do.
+Where the Spark apps run is ``CDC_LAKE_LOCAL_SPARK`` (``local_spark_mode``,
+``cdc_lake/stack/settings.py``): ``server`` (the default) sends them to the stack's lake server,
+whose session is warm; ``in_process`` builds a session in the run's own process, with its JVM
+start, as the tests of pure Spark code and the benchmarks do; ``cluster`` submits each as an
+application to the stack's Spark standalone cluster (``cdc_lake/resources/spark_cluster.py``).
 """
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import dagster as dg
@@ -23,6 +23,7 @@ from cdc_lake.resources.lake import LakeResource
 from cdc_lake.resources.lake_server import LocalServerSparkLauncher
 from cdc_lake.resources.source import PostgresResource
 from cdc_lake.resources.spark import LocalSparkLauncher, SparkLauncher
+from cdc_lake.resources.spark_cluster import SparkClusterLauncher
 from cdc_lake.resources.streaming import (
     CdcPipelineResource,
     KafkaConnectResource,
@@ -30,21 +31,14 @@ from cdc_lake.resources.streaming import (
 )
 from cdc_lake.stack.lake_server import SERVICE as LAKE_SERVER
 from cdc_lake.stack.lake_server import token_path
-from cdc_lake.stack.settings import KAFKA_SASL_MECHANISM, KAFKA_SECURITY_PROTOCOL, StackSettings
+from cdc_lake.stack.settings import (
+    KAFKA_SASL_MECHANISM,
+    KAFKA_SECURITY_PROTOCOL,
+    StackSettings,
+    local_spark_mode,
+)
 from cdc_lake.stack.spark import spark_conf
 from cdc_lake.streaming.connect_config import CdcConnectorSettings
-
-# Where the local Spark apps run: the stack's lake server or the run's own process.
-LOCAL_SPARK_MODES = ("server", "in_process")  # the first is the default
-
-
-def local_spark_mode(mode: str | None = None) -> str:
-    """``mode``, else ``CDC_LAKE_LOCAL_SPARK``, else the default; one of ``LOCAL_SPARK_MODES``."""
-    mode = mode or os.environ.get("CDC_LAKE_LOCAL_SPARK", LOCAL_SPARK_MODES[0])
-    if mode not in LOCAL_SPARK_MODES:
-        choices = " or ".join(repr(m) for m in LOCAL_SPARK_MODES)
-        raise ValueError(f"CDC_LAKE_LOCAL_SPARK={mode!r} is not a mode; use {choices}")
-    return mode
 
 
 def local_spark_launcher(
@@ -52,6 +46,8 @@ def local_spark_launcher(
 ) -> SparkLauncher:
     if mode == "in_process":
         return LocalSparkLauncher(pyspark=pyspark, s3=s3)
+    if mode == "cluster":
+        return SparkClusterLauncher.of(s)
     return LocalServerSparkLauncher(
         host=s.host, port=s.port(LAKE_SERVER), token_file=str(token_path(s))
     )
@@ -96,9 +92,10 @@ def local_resources(
     **pipeline: Any,
 ) -> dict[str, Any]:
     """The local stack's resource set. Secrets are EnvVars; ``local_secret_env`` has values.
-    ``spark`` is one of ``LOCAL_SPARK_MODES``; None reads ``CDC_LAKE_LOCAL_SPARK``."""
+    ``spark`` is one of ``LOCAL_SPARK_MODES``; None takes the settings' (``CDC_LAKE_LOCAL_SPARK``
+    when they come from the environment)."""
     s = settings or StackSettings.from_env()
-    mode = local_spark_mode(spark)
+    mode = local_spark_mode(spark or s.spark_mode)
     # Lazy: the JVM starts with the first Spark app, not with every run that could use one.
     pyspark = LazyPySparkResource(spark_config=spark_conf(s))
     s3 = S3Resource(

@@ -1,4 +1,4 @@
-"""The Spark launchers: where the lake's Spark apps run. One interface, four implementations.
+"""The Spark launchers: where the lake's Spark apps run. One interface, five implementations.
 
 ``SparkLauncher.run(context, params)`` runs the app its parameters name (``UpsertParams`` or
 ``OrderItemsParams``, ``cdc_lake/spark_apps/params.py``; JSON on the way) with
@@ -11,6 +11,9 @@ objects (a "job" is a Dagster job; what runs on Spark is an app):
   (``CDC_LAKE_LOCAL_SPARK``, see ``cdc_lake/resources/local.py``).
 - ``LocalSparkLauncher``: in the Dagster process, on the PySpark resource's session (local
   Spark with the Hudi bundle), which starts its JVM in every run process that needs it.
+- ``SparkClusterLauncher`` (``cdc_lake/resources/spark_cluster.py``, local set): as an
+  application on the local stack's Spark standalone cluster, packaged and started as an EMR
+  step is (``CDC_LAKE_LOCAL_SPARK=cluster``).
 - ``EmrStepLauncher``: as a step on a running EMR cluster, through ``PipesEMRStepClient``.
 - ``EmrServerlessLauncher``: as an EMR Serverless job run, through dagster-aws's
   ``PipesEMRServerlessClient``.

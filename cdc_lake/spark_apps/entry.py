@@ -1,14 +1,16 @@
-"""Entry point of the lake's Spark apps on EMR (a cluster step or an EMR Serverless job run).
+"""Entry point of the lake's Spark apps on EMR (a cluster step or an EMR Serverless job run), and
+on the local Spark standalone cluster.
 
 ``spark-submit --py-files cdc_lake_job.zip entry.py [--dagster-pipes-context ...]``
 
 It opens Dagster Pipes, reads ``{"job": ..., "params": ...}`` from the Pipes extras (``job``
 names the app: the extras' key is the wire format the launchers write), runs the same function
 the local path runs (``cdc_lake.spark_apps.run.run_app``), and reports the
-materialisation and the check results back through S3. Pipes parameters come from the CLI
-arguments (cluster steps) or the environment (EMR Serverless driver env). An exception fails the
-step or job run; Pipes reports it to Dagster with its traceback. Nothing is committed to the
-Hudi table unless the whole batch is valid (see ``cdc_lake/lake/ingest.py``).
+materialisation and the check results back through S3 (a file on the local cluster). Pipes
+parameters come from the CLI arguments (cluster steps) or the environment (EMR Serverless driver
+env, the local cluster). An exception fails the step or job run; Pipes reports it to Dagster
+with its traceback. Nothing is committed to the Hudi table unless the whole batch is valid (see
+``cdc_lake/lake/ingest.py``).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ def main(argv: list[str] | None = None) -> None:
     from dagster_pipes import (
         DAGSTER_PIPES_CONTEXT_CLI_ARGUMENT,
         PipesCliArgsParamsLoader,
+        PipesDefaultMessageWriter,
         PipesEnvVarParamsLoader,
         PipesS3MessageWriter,
         open_dagster_pipes,
@@ -36,11 +39,16 @@ def main(argv: list[str] | None = None) -> None:
 
     argv = sys.argv if argv is None else argv
     cli = DAGSTER_PIPES_CONTEXT_CLI_ARGUMENT in argv
+    loader = PipesCliArgsParamsLoader() if cli else PipesEnvVarParamsLoader()
     s3 = boto3.client("s3")  # the instance role on EMR; AWS_ENDPOINT_URL_S3 elsewhere
-    with open_dagster_pipes(
-        params_loader=PipesCliArgsParamsLoader() if cli else PipesEnvVarParamsLoader(),
-        message_writer=PipesS3MessageWriter(client=s3, interval=2),
-    ) as pipes:
+    # Messages go where the launcher reads them: S3 from EMR; a file beside a driver that runs
+    # on the Dagster host (the local standalone cluster, whose driver is in client mode).
+    writer = (
+        PipesS3MessageWriter(client=s3, interval=2)
+        if "bucket" in loader.load_messages_params()
+        else PipesDefaultMessageWriter()
+    )
+    with open_dagster_pipes(params_loader=loader, message_writer=writer) as pipes:
         app, params = pipes.extras[APP_EXTRA], pipes.extras[PARAMS_EXTRA]
         pipes.log.info(f"cdc-lake {app} app starting")
         spark = SparkSession.Builder().appName(f"cdc-lake-{app}").getOrCreate()

@@ -8,8 +8,9 @@
   (``cdc_lake/infra``) synthesises on it.
 - Every jar comes from Maven Central through the poms in ``cdc_lake/stack/maven`` (versions are
   written down there, once), copied into one directory per classpath under the jars directory.
-  Our own S3 sink connector (``connectors/s3-sink``) and Connect REST guard
-  (``connectors/rest-guard``) are compiled by the same Maven run.
+  Our own S3 sink connector (``connectors/s3-sink``), Connect REST guard
+  (``connectors/rest-guard``) and the Spark cluster's UI guard (``connectors/spark-ui-guard``)
+  are compiled by the same Maven run.
 
 A second install with unchanged poms and sources does nothing: a stamp of their content is kept
 beside the jars.
@@ -37,7 +38,10 @@ from cdc_lake.stack.settings import StackSettings, maven_dir, project_root
 
 CLASSPATHS = (
     "kafka", "connect", "s3proxy", "spark", "peers", "plugins/debezium", "plugins/s3sink",
+    "spark-ui-guard",
 )  # fmt: skip
+# Our own Java, under connectors/, compiled by the same Maven run.
+CONNECTOR_SOURCES = ("s3-sink", "rest-guard", "spark-ui-guard")
 # Optional classpaths: Maven profile and module name -> classpath directory.
 OPTIONAL = {"iceberg-connect": "plugins/iceberg"}
 _DOWNLOADED = re.compile(r"Downloaded from \S+: (\S+) \(([\d.]+) (B|kB|MB|GB)")
@@ -103,7 +107,7 @@ def _digest_of(roots: list[Path], skip: tuple[str, ...] = ()) -> str:
 
 def _sources_digest() -> str:
     # The optional modules are not the default install's sources.
-    roots = [maven_dir(), *(project_root() / "connectors" / m for m in ("s3-sink", "rest-guard"))]
+    roots = [maven_dir(), *(project_root() / "connectors" / m for m in CONNECTOR_SOURCES)]
     return _digest_of(roots, skip=tuple(OPTIONAL))
 
 

@@ -48,6 +48,14 @@ def open_private_log(log: Path):
     return os.fdopen(fd, "ab")
 
 
+def keep_private(path: Path, text: str) -> Path:
+    """``write_private``, only when the file's content differs: a process may be reading it,
+    and a file being rewritten reads empty for a moment."""
+    if not path.is_file() or path.read_text() != text:
+        write_private(path, text)
+    return path
+
+
 def write_private(path: Path, text: str) -> None:
     """Write a file created 0600 (tightened if it existed), so a secret in it is never readable
     by others, even for a moment."""

@@ -49,9 +49,38 @@ PORT_OFFSETS = {
     "postgres": 32,
     "s3": 80,
     "connect": 83,
+    "connect_2": 84,  # a second Connect worker (connect_workers=2)
     "kafka": 92,
     "kafka_controller": 93,
+    # The Spark standalone cluster (CDC_LAKE_LOCAL_SPARK=cluster only): master and two workers,
+    # each with its RPC port and its web UI.
+    "spark_master": 77,
+    "spark_master_ui": 79,
+    "spark_worker_1": 71,
+    "spark_worker_1_ui": 81,
+    "spark_worker_2": 72,
+    "spark_worker_2_ui": 82,
 }
+
+# Where the local Spark apps run (``CDC_LAKE_LOCAL_SPARK``), the first the default:
+# - ``server``: the stack's lake server, a warm local Spark session;
+# - ``in_process``: a local session in the run's own process, with its JVM start;
+# - ``cluster``: a Spark application on the stack's standalone cluster (a master and two
+#   workers that ``cdc-lake stack up`` then starts), shipped and started as an EMR step is.
+LOCAL_SPARK_MODES = ("server", "in_process", "cluster")
+SPARK_WORKERS = 2
+# How many Kafka Connect workers the stack may run, the first the default: the second is
+# "connect_2" (its REST port in PORT_OFFSETS).
+CONNECT_WORKERS = (1, 2)
+
+
+def local_spark_mode(mode: str | None = None) -> str:
+    """``mode``, else ``CDC_LAKE_LOCAL_SPARK``, else the default; one of ``LOCAL_SPARK_MODES``."""
+    mode = mode or os.environ.get("CDC_LAKE_LOCAL_SPARK") or LOCAL_SPARK_MODES[0]
+    if mode not in LOCAL_SPARK_MODES:
+        choices = ", ".join(repr(m) for m in LOCAL_SPARK_MODES)
+        raise ValueError(f"CDC_LAKE_LOCAL_SPARK={mode!r} is not a mode; use one of {choices}")
+    return mode
 
 
 def project_root() -> Path:
@@ -79,6 +108,10 @@ class Credentials:
     kafka_password: str  # the Dagster side's
     kafka_tester_password: str  # the tests' and benchmarks'
     column_salt: str  # of hashed columns (CapturedTable.hashed): Connect's and the digest's
+    # The Spark cluster's: its RPC secret (spark.authenticate.secret, shared by the master, the
+    # workers and every application) and its web UIs' bearer token.
+    spark_secret: str
+    spark_ui_token: str
 
     @staticmethod
     def load_or_create(path: Path) -> Credentials:
@@ -101,6 +134,8 @@ class Credentials:
             "kafka_tester_password": stored.get("kafka_tester_password")
             or secrets.token_urlsafe(18),
             "column_salt": stored.get("column_salt") or secrets.token_urlsafe(24),
+            "spark_secret": stored.get("spark_secret") or secrets.token_urlsafe(24),
+            "spark_ui_token": stored.get("spark_ui_token") or secrets.token_urlsafe(24),
         }
         if fresh != stored:
             write_private(path, json.dumps(fresh, indent=2))
@@ -141,6 +176,10 @@ class StackSettings:
     # (its connector must re-snapshot) rather than holding WAL until the disk fills.
     slot_wal_keep_mb: int = 4096
     start_timeout_s: float = 120.0
+    spark_mode: str = LOCAL_SPARK_MODES[0]  # one of LOCAL_SPARK_MODES
+    # Kafka Connect workers in the group: 1, or 2 (CDC_LAKE_CONNECT_WORKERS; the second one's REST
+    # API on port "connect_2"), as MSK Connect runs several.
+    connect_workers: int = CONNECT_WORKERS[0]
     _credentials: list[Credentials] = field(default_factory=list, compare=False, repr=False)
 
     @staticmethod
@@ -154,7 +193,16 @@ class StackSettings:
         ).resolve()
         jars = Path(jars_dir or os.environ.get("CDC_LAKE_JARS_DIR") or state / "jars").resolve()
         base = port_base or int(os.environ.get("CDC_LAKE_PORT_BASE", DEFAULT_PORT_BASE))
-        return StackSettings(state_dir=state, jars_dir=jars, port_base=base)
+        workers = int(os.environ.get("CDC_LAKE_CONNECT_WORKERS") or CONNECT_WORKERS[0])
+        if workers not in CONNECT_WORKERS:
+            raise ValueError(f"CDC_LAKE_CONNECT_WORKERS={workers}: one of {CONNECT_WORKERS}")
+        return StackSettings(
+            state_dir=state,
+            jars_dir=jars,
+            port_base=base,
+            spark_mode=local_spark_mode(),
+            connect_workers=workers,
+        )
 
     # --- ports and endpoints -------------------------------------------------------------
     def port(self, name: str) -> int:
@@ -203,6 +251,11 @@ class StackSettings:
             "sasl.username": name,
             "sasl.password": self.kafka_users[name],
         }
+
+    @property
+    def spark_master_url(self) -> str:
+        """The standalone cluster's master (``spark_mode`` "cluster")."""
+        return f"spark://{self.host}:{self.port('spark_master')}"
 
     @property
     def s3_endpoint(self) -> str:

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cdc_lake.lake.hudi import SESSION_CONF
-from cdc_lake.stack.process import StackError, write_private
+from cdc_lake.stack.process import StackError, keep_private
 from cdc_lake.stack.settings import StackSettings
 
 if TYPE_CHECKING:
@@ -125,6 +125,18 @@ def set_s3a_keys(spark: SparkSession, access_key: str, secret_key: str) -> None:
     hadoop.set("fs.s3a.secret.key", secret_key)
 
 
+def write_s3a_profile(settings: StackSettings) -> Path:
+    """The stack's S3 keys as an AWS profile (``S3A_PROFILE``) in a 0600 file: what s3a's
+    ProfileCredentialsProvider, and boto3, read when a process's environment names the file."""
+    c = settings.credentials
+    profile = settings.conf_dir / "s3a-credentials"
+    text = (
+        f"[{S3A_PROFILE}]\naws_access_key_id = {c.s3_access_key}\n"
+        f"aws_secret_access_key = {c.s3_secret_key}\n"
+    )
+    return keep_private(profile, text)
+
+
 @contextmanager
 def _in_environment(values: dict[str, str], without: tuple[str, ...] = ()) -> Iterator[None]:
     """``values`` in this process's environment, and the variables ``without`` out of it, while
@@ -165,12 +177,7 @@ def build_spark_session(
     # configuration, which Spark broadcasts to every task. (Keys in the JVM's environment would
     # not do: Spark copies AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY into that configuration;
     # so the JVM starts without them, even where this process has them, as the tests do.)
-    profile = settings.conf_dir / "s3a-credentials"
-    write_private(
-        profile,
-        f"[{S3A_PROFILE}]\naws_access_key_id = {c.s3_access_key}\n"
-        f"aws_secret_access_key = {c.s3_secret_key}\n",
-    )
+    profile = write_s3a_profile(settings)
     names = {"AWS_CREDENTIAL_PROFILES_FILE": str(profile), "AWS_PROFILE": S3A_PROFILE}
     with _in_environment(names, without=AWS_KEY_VARIABLES):
         spark = builder.getOrCreate()

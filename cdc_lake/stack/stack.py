@@ -8,7 +8,8 @@ data are 0700 directories of 0600 files (the servers run with umask 077).
 ``up`` is idempotent: a service whose recorded process is alive and healthy is left alone. A
 service that cannot start (a port taken by someone else, a crash, no health in time) stops the
 whole ``up``: everything this call started is stopped again, and the error names the component,
-its log and the fix. ``down`` stops, in reverse order, only the pids the stack recorded.
+its log and the fix. ``down`` stops, in reverse order, only the pids the stack recorded (of
+every server it may run, the optional ones included).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from __future__ import annotations
 import os
 import shutil
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from cdc_lake.stack.process import (
@@ -30,7 +31,13 @@ from cdc_lake.stack.process import (
     wait_until,
 )
 from cdc_lake.stack.services import Service, all_services
-from cdc_lake.stack.settings import PORT_OFFSETS, StackSettings, local_secret_env, project_root
+from cdc_lake.stack.settings import (
+    CONNECT_WORKERS,
+    PORT_OFFSETS,
+    StackSettings,
+    local_secret_env,
+    project_root,
+)
 
 
 @dataclass
@@ -52,6 +59,13 @@ class LocalStack:
     ):
         self.settings = settings or StackSettings.from_env()
         self.services = [s for s in all_services(self.settings) if not only or s.name in only]
+        # What ``down`` stops: with no ``only``, the optional servers too (the Spark cluster, a
+        # second Connect worker), whether or not this call's settings turn them on, so that a
+        # ``stack down`` without the variables of its ``up`` leaves nothing running.
+        everything = replace(
+            self.settings, spark_mode="cluster", connect_workers=max(CONNECT_WORKERS)
+        )
+        self.stoppable = self.services if only else all_services(everything)
         self.verbose = verbose
 
     def _say(self, msg: str) -> None:
@@ -174,7 +188,7 @@ class LocalStack:
     # --- down --------------------------------------------------------------------------------
     def down(self) -> list[str]:
         stopped = []
-        for svc in reversed(self.services):
+        for svc in reversed(self.stoppable):
             if terminate(self.pidfile(svc), svc.stop_signal):
                 stopped.append(svc.name)
                 self._say(f"{svc.name}: stopped")
@@ -214,7 +228,12 @@ class LocalStack:
             "jars_dir": str(s.jars_dir),
             "healthy": all(st.healthy for st in statuses.values()),
             **{name: st.details for name, st in statuses.items()},
-            "spark": {"jars": spark_jars, "master": "local[*]", "ready": bool(spark_jars)},
+            "spark": {
+                "jars": spark_jars,
+                "mode": s.spark_mode,
+                "master": s.spark_master_url if s.spark_mode == "cluster" else "local[*]",
+                "ready": bool(spark_jars),
+            },
             "services": {
                 name: {
                     "pid": st.pid,

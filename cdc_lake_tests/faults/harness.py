@@ -565,6 +565,29 @@ class FaultPipeline:
         meta = mats[0].materialization.metadata if mats else {}
         return {k: v.value for k, v in meta.items()}
 
+    def timeline(self, suffix: str = "") -> dict[str, set[str]]:
+        """Instant -> states (requested, inflight, completed) in the active timeline of the
+        outbox's table (of its history table: ``suffix`` "_history").
+
+        Hudi 1.x keeps it under ``.hoodie/timeline/``: ``<t>.commit.requested``, ``<t>.inflight``
+        and ``<t>_<completion time>.commit``; the metadata table's own timeline lies deeper."""
+        out: dict[str, set[str]] = {}
+        for prefix in (".hoodie/timeline/", ".hoodie/"):
+            page = self.s3.list_objects_v2(
+                Bucket=self.lake.lake_bucket,
+                Prefix=f"{self.lake.table_prefix_of(OUTBOX)}{suffix}/{prefix}",
+                Delimiter="/",
+            )
+            for obj in page.get("Contents", []):
+                name = obj["Key"].rsplit("/", 1)[-1]
+                instant = name.split(".", 1)[0].split("_", 1)[0]
+                if not instant.isdigit() or "rollback" in name or "clean" in name:
+                    continue
+                state = name.rsplit(".", 1)[-1]
+                state = state if state in ("requested", "inflight") else "completed"
+                out.setdefault(instant, set()).add(state)
+        return out
+
     def compare(self, spark: Any) -> LakeDiff:
         from pyspark.sql import functions as F
 

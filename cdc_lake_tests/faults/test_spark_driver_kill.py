@@ -57,31 +57,6 @@ class Killed:
     states: frozenset[str]  # what the timeline holds of the instant after the kill
 
 
-def timeline(pipeline: FaultPipeline, suffix: str = "") -> dict[str, set[str]]:
-    """Instant -> states (requested, inflight, completed) in the active timeline of the outbox's
-    table (of its history table: ``suffix`` "_history").
-
-    Hudi 1.x keeps it under ``.hoodie/timeline/``: ``<t>.commit.requested``, ``<t>.inflight``
-    and ``<t>_<completion time>.commit``; the metadata table's own timeline lies deeper."""
-    out: dict[str, set[str]] = {}
-    bucket = pipeline.lake.lake_bucket
-    for prefix in (".hoodie/timeline/", ".hoodie/"):
-        page = pipeline.s3.list_objects_v2(
-            Bucket=bucket,
-            Prefix=f"{pipeline.lake.table_prefix_of(OUTBOX)}{suffix}/{prefix}",
-            Delimiter="/",
-        )
-        for obj in page.get("Contents", []):
-            name = obj["Key"].rsplit("/", 1)[-1]
-            instant = name.split(".", 1)[0].split("_", 1)[0]
-            if not instant.isdigit() or "rollback" in name or "clean" in name:
-                continue
-            state = name.rsplit(".", 1)[-1]
-            state = state if state in ("requested", "inflight") else "completed"
-            out.setdefault(instant, set()).add(state)
-    return out
-
-
 def kill_upsert_mid_commit(
     pipeline: FaultPipeline,
     stack: LocalStack,
@@ -92,7 +67,7 @@ def kill_upsert_mid_commit(
     """Run the upsert (or the outbox's ``history`` app) in a worker process; SIGKILL its
     process group once its commit is inflight. None if the commit completed first."""
     suffix = "_history" if app == "history" else ""
-    before = set(timeline(pipeline, suffix))
+    before = set(pipeline.timeline(suffix))
     s = stack.settings
     params = (
         pipeline.lake.history_params(HISTORY) if app == "history"
@@ -118,7 +93,7 @@ def kill_upsert_mid_commit(
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             pending = [
-                i for i, states in timeline(pipeline, suffix).items()
+                i for i, states in pipeline.timeline(suffix).items()
                 if i not in before and "inflight" in states and "completed" not in states
             ]  # fmt: skip
             if pending:
@@ -128,7 +103,7 @@ def kill_upsert_mid_commit(
                 while process_group(proc.pid) and time.monotonic() < end:
                     time.sleep(0.2)
                 assert process_group(proc.pid) == [], "the worker's JVM outlived the kill"
-                states = timeline(pipeline, suffix).get(pending[0], set())
+                states = pipeline.timeline(suffix).get(pending[0], set())
                 return Killed(pending[0], frozenset(states))
             if proc.poll() is not None:
                 assert proc.returncode == 0, f"{app} worker failed:\n{tail(log)}"
@@ -185,8 +160,10 @@ def test_spark_driver_killed_during_hudi_commit(
     assert history["build"] == "incremental", history
     diff = p.compare(spark)
     fault_record.done(
-        p, diff, f"killed at instant {killed.instant} ({', '.join(sorted(killed.states))}), "
-        f"the history at {history_killed.instant}"
+        p,
+        diff,
+        f"killed at instant {killed.instant} ({', '.join(sorted(killed.states))}), "
+        f"the history at {history_killed.instant}",
     )
     assert diff.clean, diff.describe()
     versions_follow_each_other(p, spark)

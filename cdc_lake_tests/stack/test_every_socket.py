@@ -34,6 +34,9 @@ from cdc_lake_tests.second_user import (
     unix_listeners,
 )
 
+# The probes of each (service, program): tried in order, the first that recognises a socket
+# decides.
+Probes = dict[tuple[str, str], tuple[Callable[[int], str], ...]]
 REFUSED = frozenset({400, 401, 403})  # 400: Connect's internal endpoint without its signature
 
 
@@ -103,7 +106,19 @@ def _accumulator(port: int) -> str:
     return "refused" if got == b"" else f"served: {got!r}"
 
 
-def probes(raw_bucket: str, key: str) -> dict[tuple[str, str], tuple[Callable[[int], str], ...]]:
+def spark_cluster_probes(services: list[str]) -> Probes:
+    """The standalone cluster's daemons: Spark's RPC, or a web UI behind the token filter, whose
+    pages, JSON, executor logs and kill links must all answer 401. (A worker's executors, alive
+    only while an app runs, are not among them when no app runs.)"""
+    ui = _http(
+        ("GET", "/"), ("GET", "/json/"), ("GET", "/api/v1/applications"),
+        ("GET", "/logPage/?appId=app&executorId=0&logType=stderr"),
+        ("POST", "/app/kill/?id=app&terminate=true"),
+    )  # fmt: skip
+    return {(name, "java"): (_spark, ui) for name in services}
+
+
+def probes(raw_bucket: str, key: str) -> Probes:
     """The protocols each service's processes speak, by service and program (a process's
     comm), tried in this order; the first that recognises the socket decides. The lake server
     is Python (its HTTP API, PySpark's accumulator server) and a JVM (Spark's ports, py4j's).
@@ -131,16 +146,13 @@ def probes(raw_bucket: str, key: str) -> dict[tuple[str, str], tuple[Callable[[i
     }
 
 
-def test_every_socket_of_the_stack_refuses_another_local_user(local_stack: LocalStack):
-    s = local_stack.settings
-    key = f"probes/{uuid.uuid4().hex}.jsonl"
-    s3 = local_stack.service("s3").client()  # type: ignore[attr-defined]
-    s3.put_object(Bucket=s.raw_bucket, Key=key, Body=b"{}\n")
-    table = probes(s.raw_bucket, key)
-    status = local_stack.status()
+def probe_every_socket(stack: LocalStack, table: Probes) -> dict[str, list[str]]:
+    """Every listening socket of the stack's processes and their children, found from the
+    system and tried as a second Unix user with its service's probes (``table``): where -> the
+    answers. Fails on a socket off loopback, or of a program ``table`` does not classify."""
     tcp: list[tuple[str, str, int, str]] = []
     unix: set[str] = set()
-    for name, st in status.items():
+    for name, st in stack.status().items():
         assert st.pid is not None, name
         for pid in [st.pid, *descendants(st.pid)]:
             try:
@@ -153,7 +165,7 @@ def test_every_socket_of_the_stack_refuses_another_local_user(local_stack: Local
     tcp = sorted(set(tcp))
     # Every TCP socket is on loopback.
     assert all(addr in ("127.0.0.1", "::ffff:127.0.0.1") for *_, addr in tcp), tcp
-    # A socket of a program nobody has classified fails here: add its protocol to probes().
+    # A socket of a program nobody has classified fails here: add its protocol to the table.
     assert {(n, p) for n, p, *_ in tcp} <= set(table), tcp
 
     def probe() -> dict:
@@ -180,10 +192,19 @@ def test_every_socket_of_the_stack_refuses_another_local_user(local_stack: Local
     assert "child_error" not in seen, seen
     unrefused = {where: a for where, a in seen.items() if a[-1] != "refused"}
     assert unrefused == {}, json.dumps(seen, indent=1)
+    # Every service's own port is among them: the sockets came from the system, not a list.
+    ports = {int(w.rsplit(":", 1)[1]) for w in seen if not w.startswith("/")}
+    assert {stack.settings.port(p) for svc in stack.services for p in svc.ports} <= ports, seen
+    return seen
+
+
+def test_every_socket_of_the_stack_refuses_another_local_user(local_stack: LocalStack):
+    s = local_stack.settings
+    key = f"probes/{uuid.uuid4().hex}.jsonl"
+    s3 = local_stack.service("s3").client()  # type: ignore[attr-defined]
+    s3.put_object(Bucket=s.raw_bucket, Key=key, Body=b"{}\n")
+    probe_every_socket(local_stack, probes(s.raw_bucket, key))
     # The object is still there, as it was: the anonymous DELETE and PUT changed nothing.
     assert s3.get_object(Bucket=s.raw_bucket, Key=key)["Body"].read() == b"{}\n"
     assert s3.list_objects_v2(Bucket=s.raw_bucket, Prefix="forged")["KeyCount"] == 0
     s3.delete_object(Bucket=s.raw_bucket, Key=key)
-    # Every service's own port is among them: the sockets came from the system, not a list.
-    ports = {int(w.rsplit(":", 1)[1]) for w in seen if not w.startswith("/")}
-    assert {s.port(p) for svc in local_stack.services for p in svc.ports} <= ports, seen

@@ -14,8 +14,11 @@ from cdc_lake.stack.settings import (
     CONNECT_TOPIC_PREFIX,
     KAFKA_SASL_MECHANISM,
     KAFKA_SECURITY_PROTOCOL,
+    StackSettings,
 )
 from cdc_lake.streaming.connect_config import DEBEZIUM_TEMPLATE, connector_class
+
+REBALANCE_DELAY_MS = 10_000
 
 
 class KafkaConnect(JavaService):
@@ -48,9 +51,20 @@ class KafkaConnect(JavaService):
     PROVIDER_ENV = ("CDC_LAKE_REPLICATION_PASSWORD", "CDC_LAKE_COLUMN_SALT")
     GUARD = "io.cdclake.connect.rest.SecretReferenceGuard"
 
+    def __init__(self, settings: StackSettings, name: str = "connect"):
+        """``name``: "connect", or "connect_2" for a second worker of the same group
+        (``StackSettings.connect_workers``), which shares the group's topics and connectors."""
+        super().__init__(settings)
+        self.name = name
+        self.ports = (name,)
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.s.host}:{self.s.port(self.name)}"
+
     @property
     def conf(self) -> Path:
-        return self.s.conf_dir / "connect-distributed.properties"
+        return self.s.conf_dir / f"{self.name}-distributed.properties"
 
     @property
     def jaas_conf(self) -> Path:
@@ -87,9 +101,13 @@ class KafkaConnect(JavaService):
         write_private(
             self.conf,
             f"bootstrap.servers={self.s.kafka_bootstrap}\n" + sasl + f"group.id={CONNECT_GROUP}\n"
-            f"listeners=http://{self.s.host}:{self.s.port('connect')}\n"
+            f"listeners=http://{self.s.host}:{self.s.port(self.name)}\n"
             f"rest.advertised.host.name={self.s.host}\n"
-            f"rest.advertised.port={self.s.port('connect')}\n"
+            f"rest.advertised.port={self.s.port(self.name)}\n"
+            # A worker that leaves the group (a crash) has its connectors and tasks held for it
+            # this long before they move to the others (incremental cooperative rebalancing;
+            # Kafka's default is 5 minutes).
+            f"scheduled.rebalance.max.delay.ms={REBALANCE_DELAY_MS}\n"
             "rest.extension.classes="
             "org.apache.kafka.connect.rest.basic.auth.extension.BasicAuthSecurityRestExtension,"
             f"{self.GUARD}\n"
@@ -143,7 +161,7 @@ class KafkaConnect(JavaService):
     def client(self):
         from cdc_lake.streaming.connect_client import ConnectClient
 
-        return ConnectClient(self.s.connect_url, timeout_s=10, auth=self.s.connect_auth)
+        return ConnectClient(self.url, timeout_s=10, auth=self.s.connect_auth)
 
     def healthy(self) -> bool:
         # /connectors answers only once the herder has joined the group and read its topics.
@@ -156,7 +174,7 @@ class KafkaConnect(JavaService):
     def details(self) -> dict[str, object]:
         user, password = self.s.connect_auth
         return {
-            "url": self.s.connect_url,
+            "url": self.url,
             "user": user,
             "password": password,
             "plugin_path": str(self.s.plugin_path),
