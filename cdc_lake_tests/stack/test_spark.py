@@ -51,7 +51,7 @@ def test_no_secret_in_the_arguments_of_the_stack_or_the_spark_jvm(local_stack: L
     assert spark.read.parquet(path).count() == 3
 
     secrets = stack_secrets(local_stack)
-    assert len(secrets) == 11 and all(len(v) >= 16 for v in secrets.values())
+    assert len(secrets) == 13 and all(len(v) >= 16 for v in secrets.values())
     cmdlines = all_cmdlines()
     jvm = jvm_pid(spark)
     assert "org.apache.spark.deploy.SparkSubmit" in cmdlines[jvm]
