@@ -43,7 +43,7 @@ from cdc_lake.resources.spark import (
 from cdc_lake.spark_apps.entry import APP_EXTRA, PARAMS_EXTRA
 from cdc_lake.spark_apps.package import build_package
 from cdc_lake.spark_apps.params import AppParams
-from cdc_lake.stack.process import tail
+from cdc_lake.stack.process import server_env, tail
 from cdc_lake.stack.settings import StackSettings
 from cdc_lake.stack.spark import S3A_PROFILE, write_s3a_profile
 from cdc_lake.stack.spark_cluster import SPARK_HOME, app_conf, app_properties
@@ -52,6 +52,16 @@ from cdc_lake.stack.spark_cluster import SPARK_HOME, app_conf, app_properties
 KEPT_LOGS = 20
 # Where pyspark, boto3 and the other dependencies are; the project itself is not there.
 SITE_PACKAGES = str(Path(pyspark.__file__).resolve().parent.parent)
+
+
+def shipped_python(directory: Path) -> Path:
+    """A Python for a Spark driver and its workers that sees this environment's dependencies
+    (with ``PYTHONPATH=SITE_PACKAGES``) but not the project's own install (``-S``: no .pth file
+    is read), so ``cdc_lake`` can only come from the ``--py-files`` zip, as on EMR."""
+    python = directory / "python-no-site"
+    python.write_text(f'#!/bin/sh\nexec {shlex.quote(sys.executable)} -S "$@"\n')
+    python.chmod(0o700)
+    return python
 
 
 class SparkClusterLauncher(SparkLauncher):
@@ -82,9 +92,7 @@ class SparkClusterLauncher(SparkLauncher):
         """spark-submit of the packaged entry point: the secret in a 0600 properties file, the
         rest as arguments (none of them a secret)."""
         package = build_package(workdir)
-        python = workdir / "python"
-        python.write_text(f'#!/bin/sh\nexec {shlex.quote(sys.executable)} -S "$@"\n')
-        python.chmod(0o700)
+        python = shipped_python(workdir)
         jars = tuple(str(j) for j in s.spark_jars())
         return [
             str(SPARK_HOME / "bin" / "spark-submit"),
@@ -102,9 +110,7 @@ class SparkClusterLauncher(SparkLauncher):
         """The driver's: paths and names, no key. boto3 (the Pipes writer, the apps' own S3
         reads) and s3a read the stack's keys from the 0600 profile file."""
         profile = str(write_s3a_profile(s))
-        keep = ("PATH", "HOME", "USER", "LANG", "TZ", "TMPDIR", "JAVA_HOME")
-        return {
-            **{k: os.environ[k] for k in keep if k in os.environ},
+        return server_env({
             "SPARK_HOME": str(SPARK_HOME),
             "PYTHONPATH": SITE_PACKAGES,
             "AWS_SHARED_CREDENTIALS_FILE": profile,
@@ -113,7 +119,7 @@ class SparkClusterLauncher(SparkLauncher):
             "AWS_ENDPOINT_URL_S3": s.s3_endpoint,
             "AWS_DEFAULT_REGION": s.region,
             "SPARK_LOCAL_IP": s.host,
-        }
+        })  # fmt: skip
 
     def log_path(self, s: StackSettings, app: str, run_id: str) -> Path:
         """This run's driver log; the logs of the app's older runs beyond ``KEPT_LOGS`` go."""

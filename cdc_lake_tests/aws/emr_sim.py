@@ -21,7 +21,6 @@ import gzip
 import os
 import shlex
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -35,11 +34,11 @@ from moto.core.models import DEFAULT_ACCOUNT_ID
 from moto.emr.models import emr_backends
 from moto.emrserverless.models import emrserverless_backends
 
+from cdc_lake.resources.spark_cluster import SITE_PACKAGES, shipped_python
 from cdc_lake.stack.settings import StackSettings
 from cdc_lake.stack.spark import spark_conf
 
 DRIVER_ENV = "spark.emr-serverless.driverEnv."
-SITE_PACKAGES = str(Path(pyspark.__file__).parent.parent)
 
 
 @dataclass
@@ -63,9 +62,7 @@ class EmrSimulator:
     def __post_init__(self) -> None:
         self._thread = threading.Thread(target=self._loop, daemon=True)
         self._workdir = Path(tempfile.mkdtemp(prefix="cdc-lake-emr-sim-"))
-        self._python = self._workdir / "python-no-site"
-        self._python.write_text(f'#!/bin/sh\nexec "{sys.executable}" -S "$@"\n')
-        self._python.chmod(0o755)
+        self._python = shipped_python(self._workdir)
 
     def __enter__(self) -> EmrSimulator:
         # Only what is submitted from now on: a step or job run that an earlier test left in

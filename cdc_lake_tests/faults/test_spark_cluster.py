@@ -23,7 +23,6 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import asdict, replace
-from pathlib import Path
 from typing import Any
 
 import dagster as dg
@@ -42,6 +41,7 @@ from cdc_lake.stack.spark_cluster import master_state, worker_names
 from cdc_lake_tests.faults.harness import FaultPipeline, FaultRecord, kill_service
 from cdc_lake_tests.second_user import descendants
 from cdc_lake_tests.stack.test_every_socket import probe_every_socket, spark_cluster_probes
+from cdc_lake_tests.stack.test_spark import all_cmdlines
 
 ATTEMPTS = 3
 CLUSTER = ["spark_master", *worker_names()]
@@ -124,25 +124,10 @@ def rollbacks(p: FaultPipeline) -> list[str]:
     return [o["Key"] for o in listed.get("Contents", []) if o["Key"].endswith(".rollback")]
 
 
-def cmdline(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
-    except OSError:
-        return ""
-
-
 def secrets_in_command_lines(stack: LocalStack) -> list[int]:
     """Pids of the processes whose command line holds one of the stack's secrets."""
     secrets = list(asdict(stack.settings.credentials).values())
-    found = []
-    for proc in Path("/proc").iterdir():
-        try:
-            cmdline = (proc / "cmdline").read_bytes().decode(errors="replace")
-        except OSError:
-            continue
-        if proc.name.isdigit() and any(s in cmdline for s in secrets):
-            found.append(int(proc.name))
-    return found
+    return [pid for pid, c in all_cmdlines().items() if any(s in c for s in secrets)]
 
 
 def test_a_worker_killed_during_a_hudi_commit(
@@ -176,7 +161,8 @@ def test_a_worker_killed_during_a_hudi_commit(
                     assert secrets_in_command_lines(cluster) == []
                     worker = cluster.pidfile(cluster.service("spark_worker_1")).read()
                     assert worker is not None
-                    executors = [pid for pid in descendants(worker) if "Executor" in cmdline(pid)]
+                    lines = all_cmdlines()
+                    executors = [p for p in descendants(worker) if "Executor" in lines.get(p, "")]
                     assert executors, "worker 1 held no executor of the app"
                     kill_service(cluster, "spark_worker_1")  # its process group: the executor too
                     gone_by = time.monotonic() + 10

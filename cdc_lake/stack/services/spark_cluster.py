@@ -38,7 +38,8 @@ class _SparkDaemon(Service):
         }
 
     def daemon_args(self) -> list[str]:
-        raise NotImplementedError
+        """After the RPC and UI ports (``ports``): what this daemon adds."""
+        return []
 
     def argv(self) -> list[str]:
         if not any(self.s.classpath_dir(cluster.UI_GUARD_CLASSPATH).glob("*.jar")):
@@ -55,6 +56,10 @@ class _SparkDaemon(Service):
             self.main_class,
             "--host",
             self.s.host,
+            "--port",
+            str(self.s.port(self.ports[0])),
+            "--webui-port",
+            str(self.s.port(self.ports[1])),
             *self.daemon_args(),
             "--properties-file",
             str(self.properties),
@@ -65,14 +70,6 @@ class SparkMaster(_SparkDaemon):
     name = "spark_master"
     ports = ("spark_master", "spark_master_ui")
     main_class = "org.apache.spark.deploy.master.Master"
-
-    def daemon_args(self) -> list[str]:
-        return [
-            "--port",
-            str(self.s.port("spark_master")),
-            "--webui-port",
-            str(self.s.port("spark_master_ui")),
-        ]
 
     def healthy(self) -> bool:
         return cluster.master_state(self.s).get("status") == "ALIVE"
@@ -95,10 +92,6 @@ class SparkWorker(_SparkDaemon):
 
     def daemon_args(self) -> list[str]:
         return [
-            "--port",
-            str(self.s.port(self.name)),
-            "--webui-port",
-            str(self.s.port(f"{self.name}_ui")),
             "--cores",
             str(cluster.WORKER_CORES),
             "--memory",
