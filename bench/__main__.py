@@ -74,7 +74,9 @@ NOT_YET = {
 
 # The CLI's worker knobs each benchmark takes (keyword arguments of bench_scale, bench_peers).
 SCALE_KNOBS = ("driver_memory", "shuffle_partitions", "parallelism", "variant_options")
-PEERS_KNOBS = ("driver_memory", "shuffle_partitions", "variant_options", "delta_cdf", "large")
+PEERS_KNOBS = (
+    "driver_memory", "shuffle_partitions", "variant_options", "delta_cdf", "large", "jvm_options",
+)  # fmt: skip
 
 
 def knobs_for(names: tuple[str, ...], knobs: dict | None) -> dict:
@@ -247,6 +249,13 @@ def cli_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--driver-memory", default="2g")
     parser.add_argument("--shuffle-partitions", type=int, default=4)
+    parser.add_argument(
+        "--jvm-option",
+        action="append",
+        default=[],
+        metavar="OPTION",
+        help="peers: one more option of the worker's driver JVM (-XX:TieredStopAtLevel=1)",
+    )
     parser.add_argument("--hudi-parallelism", type=int, default=2)
     parser.add_argument(
         "--variant",
@@ -334,6 +343,7 @@ def worker_knobs(args: argparse.Namespace) -> dict:
         "variant_options": dict(v.split("=", 1) for v in args.variant),
         "delta_cdf": args.delta_cdf,
         "large": large_table(args),
+        "jvm_options": tuple(args.jvm_option),
     }
 
 

@@ -38,6 +38,7 @@ from dataclasses import fields as dataclass_fields
 from pathlib import Path
 from typing import Any
 
+from bench.event_log import read_event_log, union_ms
 from bench.harness import rotation
 from bench.peers import FIELD_PREFIX, session_settings, variant_table
 from bench.scale import TOPIC, put_updates, write_raw
@@ -53,44 +54,6 @@ def changed_fields(table: HudiTableConfig) -> dict[str, Any]:
         for f in dataclass_fields(table)
         if getattr(table, f.name) != getattr(default, f.name)
     }
-
-
-def read_event_log(log_dir: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Jobs (start, end ms, call site) and stages (start, end ms, name, tasks) of the log."""
-    jobs: dict[int, dict[str, Any]] = {}
-    stages: dict[int, dict[str, Any]] = {}
-    for path in log_dir.iterdir():
-        for line in path.read_text().splitlines():
-            e = json.loads(line)
-            kind = e.get("Event")
-            if kind == "SparkListenerJobStart":
-                props = e.get("Properties") or {}
-                jobs[e["Job ID"]] = {"start": e["Submission Time"],
-                                     "site": props.get("callSite.short", "")}  # fmt: skip
-            elif kind == "SparkListenerJobEnd":
-                jobs[e["Job ID"]]["end"] = e["Completion Time"]
-            elif kind == "SparkListenerStageCompleted":
-                info = e["Stage Info"]
-                if "Submission Time" in info and "Completion Time" in info:
-                    stages[info["Stage ID"]] = {
-                        "start": info["Submission Time"], "end": info["Completion Time"],
-                        "name": info["Stage Name"], "tasks": info["Number of Tasks"],
-                    }  # fmt: skip
-    return [j for j in jobs.values() if "end" in j], list(stages.values())
-
-
-def _union_ms(intervals: list[tuple[int, int]]) -> int:
-    total, cur_s, cur_e = 0, None, None
-    for s, e in sorted(intervals):
-        if cur_e is None or s > cur_e:
-            if cur_e is not None and cur_s is not None:
-                total += cur_e - cur_s
-            cur_s, cur_e = s, e
-        else:
-            cur_e = max(cur_e, e)
-    if cur_e is not None and cur_s is not None:
-        total += cur_e - cur_s
-    return total
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -211,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
         for start, end, _, _ in marks[name]:
             js = [j for j in jobs if start <= j["start"] <= end]
             ss = [s for s in stages if start <= s["start"] <= end]
-            busy = _union_ms([(j["start"], j["end"]) for j in js])
+            busy = union_ms([(j["start"], j["end"]) for j in js])
             per_round.append({"jobs": len(js), "stages": len(ss),
                               "tasks": sum(s["tasks"] for s in ss),
                               "job_s": busy / 1000, "wall_s": (end - start) / 1000})  # fmt: skip

@@ -24,16 +24,18 @@ source.
 All four share one Spark session (same settings, but for A2's ``spark.sql.`` ones; the Delta and
 Iceberg extensions are added beside Hudi's, in a worker process of its own, so the pipeline's
 sessions never load them) and run alternately, each repetition starting one side later
-(A B C D, B C D A, ...); medians are reported. Each side's warm-up ingests one file into a
-throwaway table first. After the timed batches, each side's final snapshot is read (timed), one
-more small batch of updates goes in (timed), and the live rows of the four tables are compared:
-the same count, the same digest of (order_id, cdc_lsn) as the generator's own latest-per-key
-state, and the same hash of every column.
+(A B C D, B C D A, ...); medians are reported. First every side warms up on a throwaway table,
+one file per round, until the driver's JIT is quiet (``warm_up``). After the timed batches,
+each side's final snapshot is read (timed), one more small batch of updates goes in (timed),
+and the live rows of the four tables are compared: the same count, the same digest of
+(order_id, cdc_lsn) as the generator's own latest-per-key state, and the same hash of every
+column. Spark's event log and the driver JVM's counters tell where each batch's time went.
 """
 
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 import time
@@ -44,6 +46,13 @@ from pathlib import Path
 from typing import Any
 
 from bench import peers_large as PL
+from bench.event_log import (
+    busy_seconds,
+    jvm_seconds,
+    slowest_stages,
+    stage_table,
+    stages_by_group,
+)
 from bench.harness import Figure, median, rotation
 from bench.peers_large import LargeTable
 from bench.scale import EVENTS_PER_FILE, PARTITIONS, TOPIC, events_for, write_raw
@@ -175,7 +184,7 @@ def worker(cfg: dict[str, Any]) -> dict[str, Any]:
     from cdc_lake.lake.raw_lines import RawSource, read_lines
     from cdc_lake.lake.readers import read_table
     from cdc_lake.stack import LocalStack, StackSettings
-    from cdc_lake.stack.spark import build_spark_session
+    from cdc_lake.stack.spark import DRIVER_JAVA_OPTIONS, build_spark_session
 
     settings = StackSettings.from_env(
         state_dir=Path(cfg["state_dir"]), port_base=cfg["port_base"], jars_dir=Path(cfg["jars"])
@@ -188,6 +197,9 @@ def worker(cfg: dict[str, Any]) -> dict[str, Any]:
         )
     run_id = uuid.uuid4().hex[:8]
     base = f"s3a://{settings.lake_bucket}/bench-peers/{run_id}"
+    # Spark's event log: each stage's task count per side and batch (``tagged``, below).
+    events = settings.state_dir / f"peers-events-{run_id}"
+    events.mkdir(parents=True)
     spark = build_spark_session(
         settings,
         app_name="cdc-lake-bench-peers",
@@ -196,6 +208,11 @@ def worker(cfg: dict[str, Any]) -> dict[str, Any]:
             "spark.driver.memory": cfg["driver_memory"],
             "spark.sql.shuffle.partitions": str(cfg["shuffle_partitions"]),
             "spark.default.parallelism": str(cfg["shuffle_partitions"]),
+            "spark.driver.extraJavaOptions": " ".join(
+                [*DRIVER_JAVA_OPTIONS, *cfg.get("jvm_options", [])]
+            ),
+            "spark.eventLog.enabled": "true",
+            "spark.eventLog.dir": events.as_uri(),
             "spark.sql.extensions": ",".join(EXTENSIONS),
             "spark.sql.catalog.spark_catalog": SESSION_CONF["spark.sql.catalog.spark_catalog"],
             f"spark.sql.catalog.{ICEBERG_CATALOG}": "org.apache.iceberg.spark.SparkCatalog",
@@ -383,15 +400,50 @@ def worker(cfg: dict[str, Any]) -> dict[str, Any]:
         return {"rows": row["rows"], "digest": str(row["digest"]), "hash": str(row["hash"])}
 
     sides = sides_of(cfg)
-    out: dict[str, Any] = {s: {"t": [], "read": [], "extra": []} for s in sides}
+    out: dict[str, Any] = {s: {"t": [], "read": [], "extra": [], "batch_s": []} for s in sides}
     out["batches"] = [len(b) for b in batches]
+
+    def tagged(group: str) -> None:
+        """The job group of the Spark jobs that follow (the event log's key, ``stages_of``)."""
+        spark.sparkContext.setJobGroup(group, group)
+
+    def stages_of(prefix: str) -> dict[str, Any]:
+        """The slowest stages per timed batch whose job group starts with ``prefix``, with
+        their task counts, the seconds in which any stage ran per batch, and every stage of the
+        last such batch."""
+        groups = stages_by_group(events)
+        mine = [v for k, v in sorted(groups.items()) if k.startswith(prefix)]
+        return {
+            "slowest": slowest_stages(mine),
+            "busy_s": median([busy_seconds(g) for g in mine]) if mine else 0.0,
+            "last_batch": stage_table(mine[-1]) if mine else [],
+        }
+
+    def file_groups(side: Side) -> int:
+        """A's base file groups in its latest snapshot (a COPY_ON_WRITE upsert rewrites each
+        touched one in one task)."""
+        if side.name not in ("A", "A2"):
+            return 0
+        snap = spark.read.format("hudi").load(side.target())
+        return snap.select(F.substring_index("_hoodie_file_name", "_", 1)).distinct().count()
+
+    def jvm_counters() -> dict[str, float]:
+        return jvm_seconds(spark)  # the run's JIT and GC, around each side's rep
 
     def run_side(side: Side, rep: int) -> None:
         name = side.name
+        before = jvm_counters()
         t0 = time.perf_counter()
-        for objects in batches:
+        for i, objects in enumerate(batches):
+            tagged(f"{name}/batch/{rep}/{i:03d}")
+            t1 = time.perf_counter()
             side.ingest(objects)
+            out[name]["batch_s"].append(time.perf_counter() - t1)
+        tagged("untimed")
         out[name]["t"].append(time.perf_counter() - t0)
+        after = jvm_counters()
+        out[name].setdefault("jvm", []).append({k: after[k] - before[k] for k in after})
+        out[name]["file_groups"] = file_groups(side)
         t0 = time.perf_counter()
         side.snapshot().write.format("noop").mode("overwrite").save()
         out[name]["read"].append(time.perf_counter() - t0)
@@ -402,15 +454,24 @@ def worker(cfg: dict[str, Any]) -> dict[str, Any]:
         out[name]["state"] = fingerprint(side.snapshot())
         print(
             f"  rep {rep + 1}: {name} {out[name]['t'][-1]:.1f}s "
+            f"(JIT {out[name]['jvm'][-1]['jit_s']:.1f}s, GC {out[name]['jvm'][-1]['gc_s']:.1f}s) "
             f"(read {out[name]['read'][-1]:.1f}s, one more batch "
             f"{out[name]['extra'][-1]:.1f}s)",
             file=sys.stderr,
             flush=True,
         )
 
-    failed = warm_up(sides, Side, main[:1]) if cfg["warm_up"] else {}
+    failed, out["warm_up"] = (
+        warm_up(sides, Side, main, jvm_counters) if cfg["warm_up"] else ({}, [])
+    )
     if large:
-        return run_large(sides, Side, batches, changes, large, fingerprint, size_of, spark, failed)
+        res = run_large(sides, Side, batches, changes, large, fingerprint, size_of, spark, failed,
+                        tagged)  # fmt: skip
+        for name in sides:  # per kind of batch (1,000 uniform changes, ...)
+            kinds = dict.fromkeys(b["kind"] for b in large["batches"])
+            res[name]["stages"] = {k: stages_of(f"{name}/{k}/") for k in kinds}
+        shutil.rmtree(events, ignore_errors=True)
+        return res
     for name, why in failed.items():
         out[name]["error"] = why
     for rep in range(cfg["reps"]):
@@ -422,23 +483,54 @@ def worker(cfg: dict[str, Any]) -> dict[str, Any]:
             except Exception as e:  # one side failing still reports the others
                 out[name]["error"] = _failure(e)
                 print(f"  rep {rep + 1}: {name} failed: {out[name]['error']}", file=sys.stderr)
-    spark.stop()
+    spark.stop()  # flushes the event log
+    for name in sides:
+        out[name]["stages"] = stages_of(f"{name}/batch/")
+    shutil.rmtree(events, ignore_errors=True)
     return out
 
 
+# The warm-up's rounds: at most this many, until the driver JVM's JIT is quiet (it compiled for
+# less than QUIET_JIT_SHARE of the round's wall time). A cold JVM's JIT compiles for most of the
+# first minutes (Hudi's code most of all: 41 s of JIT in A's first 43 s rep at 200,000 events),
+# and on 2 cores that time is taken from the tasks. At 1M events the rounds' JIT went 120, 60,
+# 34, 18, 14, 10.5, 10.4, ... 7 s, never quiet: after 12 rounds every side's first rep took
+# 0.98-1.22x its last (A 0.98x); stopped after 5, where it levelled off, A's took 1.10x
+# (docs/benchmarks-log.md, Tuning log, "The first rep is the JIT's").
+WARM_UP_ROUNDS = 12
+QUIET_JIT_SHARE = 0.25
+
+
 def warm_up(
-    sides: tuple[str, ...], side_of: Callable[[str, str], Any], objects: list[Any]
-) -> dict[str, str]:
-    """Each side ingests ``objects`` into a throwaway table, untimed, so that the worker JVM's
-    first write of each format (class loading, the S3 client: 20-40 s more for Hudi's) falls on
-    no timed figure. Returns the sides that failed, with why."""
+    sides: tuple[str, ...],
+    side_of: Callable[[str, str], Any],
+    objects: list[Any],
+    jvm_counters: Callable[[], dict[str, float]] | None = None,
+) -> tuple[dict[str, str], list[dict[str, float]]]:
+    """Untimed rounds in which each side ingests one more of ``objects`` (one file per round)
+    into a throwaway table of its own, so that the worker JVM's first writes of each format
+    (class loading, the S3 client, the JIT) fall on no timed figure. With ``jvm_counters``, the
+    rounds go on until the JIT is quiet, or ``WARM_UP_ROUNDS``; without, one round. Returns the
+    sides that failed, with why, and each round's seconds and JIT seconds."""
     failed: dict[str, str] = {}
-    for name in sides:
-        try:
-            side_of(name, "warmup").ingest(objects)
-        except Exception as e:
-            failed[name] = _failure(e)
-    return failed
+    tables = {name: side_of(name, "warmup") for name in sides}
+    rounds: list[dict[str, float]] = []
+    n = min(len(objects), WARM_UP_ROUNDS if jvm_counters else 1)
+    for obj in objects[:n]:
+        before = jvm_counters() if jvm_counters else {"jit_s": 0.0}
+        t0 = time.perf_counter()
+        for name in (x for x in sides if x not in failed):
+            try:
+                tables[name].ingest([obj])
+            except Exception as e:
+                failed[name] = _failure(e)
+        wall = time.perf_counter() - t0
+        jit = (jvm_counters()["jit_s"] - before["jit_s"]) if jvm_counters else 0.0
+        rounds.append({"s": wall, "jit_s": jit})
+        print(f"  warm-up round {len(rounds)}: {wall:.1f}s, JIT {jit:.1f}s", file=sys.stderr)
+        if jit < QUIET_JIT_SHARE * wall:
+            break
+    return failed, rounds
 
 
 def run_large(
@@ -451,6 +543,7 @@ def run_large(
     size_of: Callable[[Any], tuple[int, int, int]],
     spark: Any,
     failed: dict[str, str] | None = None,
+    tag: Callable[[str], None] = lambda _: None,
 ) -> dict[str, Any]:
     """The large-table mode (``bench/peers_large.py``): every side loads the table, chunk by
     chunk, then ingests each change batch, timed alone. The sides' order rotates per load chunk
@@ -478,12 +571,15 @@ def run_large(
         for s in rotation(sides, i):
             if "error" in out[s]:
                 continue
+            tag(f"{s}/{b['kind']}/{i:03d}")  # the event log's key for the batch's stages
             t0 = time.perf_counter()
             try:
                 tables[s].ingest([changes[b["key"]]])
             except Exception as e:
                 out[s]["error"] = _failure(e)
                 continue
+            finally:
+                tag("untimed")
             out[s]["batches"].append(time.perf_counter() - t0)
         times = ", ".join(
             f"{s} {out[s]['batches'][-1]:.1f}s" for s in sides if "error" not in out[s]
@@ -540,11 +636,12 @@ def bench_peers(
     variant_options: dict[str, str] | None = None,
     delta_cdf: bool = False,
     large: LargeTable | None = None,
+    jvm_options: tuple[str, ...] = (),
 ) -> list[Figure]:
-    """``warm_up``: each side first ingests one file into a throwaway table (off for the smoke
-    size, where it would double the time). ``variant_options``: the settings of one more side,
-    A2, cdc-lake's upsert with them set (``variant_table``, ``session_settings``): a tuning
-    step, paired with A in the same run.
+    """``warm_up``: each side first ingests files into a throwaway table until the JIT is quiet
+    (off for the smoke size, where it would double the time). ``variant_options``: the
+    settings of one more side, A2, cdc-lake's upsert with them set (``variant_table``,
+    ``session_settings``): a tuning step, paired with A in the same run.
     ``delta_cdf``: one more side, B2, Delta's MERGE with its change data feed on. ``large``:
     also the large-table mode (``bench/peers_large.py``), after the sizes."""
     from cdc_lake.raw.objects import RawLayout
@@ -552,6 +649,7 @@ def bench_peers(
     s = stack.settings
     figures: list[Figure] = []
     knobs = f"driver {driver_memory}, {shuffle_partitions} shuffle partitions"
+    knobs += "".join(f", {o}" for o in jvm_options)
     for n in sizes:
         prefix = f"bench-peers/{n}-{uuid.uuid4().hex[:6]}/"
         say(f"peers: writing {n:,} events under s3://{s.raw_bucket}/{prefix}")
@@ -574,6 +672,7 @@ def bench_peers(
             "warm_up": warm_up,
             "variant_options": variant_options or {},
             "delta_cdf": delta_cdf,
+            "jvm_options": list(jvm_options),
         }
         sides = sides_of(cfg)
         order = " ".join(sides)
@@ -595,6 +694,21 @@ def bench_peers(
             Figure("peers", f"{SIDE_NAMES[x]}, {label}", t[x], "s", "",
                    "" if ok[x] else res[x]["error"])
             for x in sides if x not in ("A", "A2")
+        ]  # fmt: skip
+        wu = res.get("warm_up") or []
+        if wu:
+            figures.append(
+                Figure("peers", f"warm-up (untimed), {label}", sum(r["s"] for r in wu), "s", "",
+                       f"{len(wu)} rounds of one file per side; the driver's JIT compiled "
+                       f"{wu[0]['jit_s']:.1f} s in the first, {wu[-1]['jit_s']:.1f} s in the last")
+            )  # fmt: skip
+        # Warm sides take as long in their first rep as in their last (the rotation moves each
+        # side to another position); the JIT's seconds in each tell how warm the JVM was.
+        figures += [
+            Figure("peers", f"first rep / last rep, {SIDE_NAMES[x]}, {label}",
+                   res[x]["t"][0] / res[x]["t"][-1], "x", "",
+                   f"JIT {res[x]['jvm'][0]['jit_s']:.1f} s and {res[x]['jvm'][-1]['jit_s']:.1f} s")
+            for x in sides if ok[x] and len(res[x]["t"]) > 1
         ]  # fmt: skip
         goal_bc = "<= 0.8 x min(B, C) at 1M"
         figures += [
@@ -631,11 +745,29 @@ def bench_peers(
                 Figure("peers", f"one more batch ({len(extra)} events), {SIDE_NAMES[x]}, "
                        f"{label}", median(r["extra"]), "s"),
             ]  # fmt: skip
+            # The event log: how much of a batch Spark's tasks fill, and how many tasks share
+            # the slowest stages. Every stage of the last batch goes to stderr.
+            st = r.get("stages") or {}
+            figures += [
+                Figure("peers", f"batch, {SIDE_NAMES[x]}, {label}", median(r["batch_s"]), "s",
+                       "", f"of which some Spark stage ran {st.get('busy_s', nan):.2f} s"),
+            ] + [
+                Figure("peers", f"stage {i + 1} by time per batch, {SIDE_NAMES[x]}, {label}",
+                       s["seconds"], "s", "", f"{s['tasks']} tasks: {s['stage']}")
+                for i, s in enumerate(st.get("slowest", [])[:2])
+            ]  # fmt: skip
+            for name_, tasks, secs in st.get("last_batch", []):
+                say(f"  {x} last batch: {secs:6.2f}s {tasks:4d} tasks  {name_}")
+            if r.get("file_groups"):
+                figures.append(
+                    Figure("peers", f"base file groups, {SIDE_NAMES[x]}, {label}",
+                           r["file_groups"], "", "", "in the final snapshot")
+                )  # fmt: skip
         rows = states["A"]["rows"] if "A" in states else nan
         figures.append(Figure("peers", f"live rows, {label}", rows, "", "", note))
     if large is not None:
         figures += _bench_large(stack, client, large, say, driver_memory, shuffle_partitions,
-                                variant_options or {}, delta_cdf, warm_up)  # fmt: skip
+                                variant_options or {}, delta_cdf, warm_up, jvm_options)  # fmt: skip
     return figures
 
 
@@ -649,6 +781,7 @@ def _bench_large(
     variant_options: dict[str, str],
     delta_cdf: bool,
     warm_up: bool,
+    jvm_options: tuple[str, ...] = (),
 ) -> list[Figure]:
     s = stack.settings
     prefix = f"bench-peers/large-{large.orders}-{uuid.uuid4().hex[:6]}/"
@@ -665,6 +798,7 @@ def _bench_large(
         "variant_options": variant_options,
         "delta_cdf": delta_cdf,
         "warm_up": warm_up,
+        "jvm_options": list(jvm_options),
         "large": {
             "batch_keys": [k for _, k in batches],
             "batches": [{"key": k, "kind": b.kind} for b, k in batches],
@@ -708,6 +842,18 @@ def _bench_large(
                 Figure("peers", f"large table: ratio A2/A, {where}", t["A2"] / t["A"], "x", "",
                        ", ".join(f"{k}={v}" for k, v in variant_options.items()))
             )  # fmt: skip
+        for x in (x for x in sides if ok[x]):
+            st = (res[x].get("stages") or {}).get(kind) or {}
+            top = (st.get("slowest") or [{}])[0]
+            if top:
+                figures.append(
+                    Figure("peers", f"large table: slowest stage, {SIDE_NAMES[x]}, {where}",
+                           top["seconds"], "s", "",
+                           f"{top['tasks']} tasks: {top['stage']}; some Spark stage ran "
+                           f"{st['busy_s']:.2f} s of the batch")
+                )  # fmt: skip
+            for name_, tasks, secs in st.get("last_batch", []):
+                say(f"  {x} last batch of {kind}: {secs:6.2f}s {tasks:4d} tasks  {name_}")
     for x in (x for x in sides if ok[x]):
         r = res[x]
         figures.append(

@@ -31,8 +31,9 @@ Semantics the options guarantee:
   ``change_feed_gap`` (``cdc_lake/lake/hudi_timeline.py``) tells whether the feed still covers
   every commit after a given one (archival and the cleaner remove old commits and their logs).
 - **Cost of a commit.** Base files in snappy, no column statistics in the metadata table (no
-  reader uses data skipping), the cleaner planned every ``clean_every_commits`` commits: none
-  changes what a reader sees (``python -m bench.commit_cost`` compares the tables' digests).
+  reader uses data skipping), no bloom filter in base files with the record index (which never
+  reads one), the cleaner planned every ``clean_every_commits`` commits: none changes what a
+  reader sees (``python -m bench.commit_cost`` compares the tables' digests).
 - **Checkpoint.** The ingestion's progress (the last Kafka offset per topic partition, see
   ``cdc_lake/lake/checkpoint.py``) goes into the commit's extra metadata, so it is committed
   atomically with the data: a commit that fails leaves neither.
@@ -200,6 +201,11 @@ class HudiTableConfig:
                 "hoodie.metadata.enable": "true",
                 "hoodie.metadata.record.index.enable": "true",
                 "hoodie.record.index.update.partition.path": moves,
+                # The record index looks keys up in the metadata table: nothing reads the bloom
+                # filter Hudi would write into every base file's footer, hashing every key. Off:
+                # 0.91x the upsert at 1M events, 0.94x a small commit, 0.91x the table's bytes
+                # (docs/benchmarks-log.md, Tuning log, issue 52). Files written before keep theirs.
+                "hoodie.parquet.bloom.filter.enabled": "false",
             }
         else:
             opts |= {

@@ -11,6 +11,7 @@ Spark driver and each format's first write (no warm-up at this size) are most of
 from __future__ import annotations
 
 import inspect
+import re
 
 import pytest
 
@@ -19,6 +20,7 @@ from bench.__main__ import PEERS_KNOBS, SCALE_KNOBS, cli_parser, knobs_for, run,
 from bench.harness import rotation
 from bench.peers import (
     SIDE_NAMES,
+    WARM_UP_ROUNDS,
     bench_peers,
     expected_state,
     run_large,
@@ -97,9 +99,9 @@ def test_each_side_warms_up_on_a_throwaway_table_and_a_failed_side_is_left_out_o
         # B fails its warm-up only: were it not left out, it would load and take the batch.
         return _Table(calls, side, name, failing=("B",) if name == "warmup" else ())
 
-    failed = warm_up(sides, side_of, ["first"])
-    assert calls == [("A", "warmup", "first"), ("C", "warmup", "first")]
-    assert list(failed) == ["B"] and "no B here" in failed["B"]
+    failed, rounds = warm_up(sides, side_of, ["first", "second"])
+    assert calls == [("A", "warmup", "first"), ("C", "warmup", "first")]  # one round, unmeasured
+    assert list(failed) == ["B"] and "no B here" in failed["B"] and len(rounds) == 1
 
     out = _run_large(sides, side_of, 1, failed)
     assert out["B"]["error"] == failed["B"] and out["B"]["batches"] == []
@@ -109,6 +111,30 @@ def test_each_side_warms_up_on_a_throwaway_table_and_a_failed_side_is_left_out_o
         ("C", "large", "load0"),
     ]
     assert all(len(out[s]["batches"]) == 1 for s in ("A", "C"))
+
+
+def test_the_warm_up_goes_on_until_the_jit_is_quiet():
+    # The driver's JIT compiled 4 s in round 1 and 3 s in round 2, then nothing: 3 rounds, each
+    # a new file into the same throwaway table per side; the timed reps start after.
+    calls: list[tuple[str, str, str]] = []
+    jit = iter([0.0, 4.0, 4.0, 7.0, 7.0, 7.0, 7.0, 7.0])
+
+    def counters() -> dict[str, float]:
+        return {"jit_s": next(jit), "gc_s": 0.0}
+
+    files = [f"f{i}" for i in range(20)]
+    failed, rounds = warm_up(("A", "B"), lambda s, n: _Table(calls, s, n), files, counters)
+    assert not failed
+    assert [r["jit_s"] for r in rounds] == [4.0, 3.0, 0.0]
+    assert calls == [(s, "warmup", f) for f in ("f0", "f1", "f2") for s in ("A", "B")]
+
+    # A JIT that never quiets stops at the cap (halving each round, but never under 25%).
+    calls.clear()
+    cumulative = [2e9 - 2e9 / 2 ** (i + 1) for i in range(WARM_UP_ROUNDS)]
+    halving = iter([0.0] + [x for x in cumulative for _ in (0, 1)])
+    _, rounds = warm_up(("A",), lambda s, n: _Table(calls, s, n), files,
+                        lambda: {"jit_s": next(halving)})  # fmt: skip
+    assert len(rounds) == WARM_UP_ROUNDS == len(calls)
 
 
 def test_peers_end_equal_and_report_every_figure(local_stack: LocalStack):
@@ -153,6 +179,15 @@ def test_peers_end_equal_and_report_every_figure(local_stack: LocalStack):
     knob = "cdc_lake.change_sets=false, cdc_lake.change_feed=true"
     paired = figures[f"ratio A2/A ({knob}), {label}"]
     assert paired.value > 0 and paired.note == "same run, alternated"
+    # From Spark's event log: each side's batches and their slowest stages with task counts,
+    # and the file groups of A's table (a COPY_ON_WRITE rewrite runs one task per group).
+    for side in SIDE_NAMES.values():
+        batch = figures[f"batch, {side}, {label}"]
+        busy = float(batch.note.removeprefix("of which some Spark stage ran ").removesuffix(" s"))
+        assert 0 < busy <= batch.value, batch
+        stage = figures[f"stage 1 by time per batch, {side}, {label}"]
+        assert re.fullmatch(r"[1-9]\d* tasks: .+", stage.note), stage
+    assert figures[f"base file groups, {SIDE_NAMES['A']}, {label}"].value >= 1
 
 
 def test_the_large_table_mode_warms_every_side_up_and_ends_equal(local_stack: LocalStack):
@@ -177,6 +212,10 @@ def test_the_large_table_mode_warms_every_side_up_and_ends_equal(local_stack: Lo
     for side in ("A", "B", "C", "D"):
         name = f"large table: {SIDE_NAMES[side]}, 10 changes, uniform, into {label}"
         assert figures[name].value > 0, name
+        # Each batch's stages, from Spark's event log, by the job group of its side and kind.
+        stage = figures[f"large table: slowest stage, {SIDE_NAMES[side]}, 10 changes, uniform, "
+                        f"into {label}"]  # fmt: skip
+        assert re.match(r"[1-9]\d* tasks: .+; some Spark stage ran \d", stage.note), stage
     written = keys() - before
     for table in ("/a-warmup/", "/b-warmup/", "/iceberg/bench/t_warmup/", "/d-warmup/"):
         assert any(table in k for k in written), table

@@ -4,6 +4,7 @@ deletes, replay, bad input, partition moves, table types, time travel and increm
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import replace
 
 import pytest
 from pyspark.sql import SparkSession
@@ -218,6 +219,33 @@ def test_an_update_finds_its_row_in_any_file_group(spark, lake: SyntheticLake):
     assert {i for i, r in rows.items() if r[3] == day(10001)} == set(range(1, 121, 3)) - deleted
     for key in (1, 61, 118):  # a key-filtered read finds the row wherever it lives
         assert df.filter(f"order_id = {key}").count() == 1
+    # ...with no bloom filter in any base file: the record index never reads one (issue 52).
+    assert not any(_footer(spark, f).containsKey(HUDI_BLOOM_KEY) for f in df.inputFiles())
+
+    # The check sees one where Hudi writes it (its default, asked for again here).
+    bloom = replace(table, base_path=f"{table.base_path}-bloom",
+                    extra_options={"hoodie.parquet.bloom.filter.enabled": "true"})  # fmt: skip
+    _ingest(spark, lake, table=bloom)
+    files = read_table(spark, bloom.base_path).inputFiles()
+    assert files and all(_footer(spark, f).containsKey(HUDI_BLOOM_KEY) for f in files)
+
+
+# The key of the bloom filter Hudi writes into a base file's Parquet footer.
+HUDI_BLOOM_KEY = "org.apache.hudi.bloomfilter"
+
+
+def _footer(spark, path: str):
+    """A Parquet file's key-value metadata (a java.util.Map), read by the JVM's Parquet."""
+    jvm = spark.sparkContext._jvm
+    conf = spark.sparkContext._jsc.hadoopConfiguration()
+    stream = jvm.org.apache.parquet.hadoop.util.HadoopInputFile.fromPath(
+        jvm.org.apache.hadoop.fs.Path(path), conf
+    )
+    reader = jvm.org.apache.parquet.hadoop.ParquetFileReader.open(stream)
+    try:
+        return reader.getFooter().getFileMetaData().getKeyValueMetaData()
+    finally:
+        reader.close()
 
 
 def test_merge_on_read_upserts_and_compacts(spark, lake: SyntheticLake):

@@ -24,11 +24,15 @@ def test_local_tables_have_no_catalog_options():
     # The record-level index by default (its cost grows with the new work; bench "index").
     assert opts["hoodie.index.type"] == "RECORD_INDEX"
     assert opts["hoodie.metadata.record.index.enable"] == "true"
+    # ...which never reads a base file's bloom filter, so none is written (issue 52).
+    assert opts["hoodie.parquet.bloom.filter.enabled"] == "false"
     # No partitions by default: no key can move, so no move is reconciled.
     assert opts["hoodie.record.index.update.partition.path"] == "false"
     assert opts["hoodie.datasource.write.keygenerator.class"].endswith("NonpartitionedKeyGenerator")
     simple = HudiTableConfig(base_path="s3a://b/t", index_type="GLOBAL_SIMPLE")
-    assert simple.write_options(schema=OUTBOX_SCHEMA)["hoodie.index.type"] == "GLOBAL_SIMPLE"
+    simple_opts = simple.write_options(schema=OUTBOX_SCHEMA)
+    assert simple_opts["hoodie.index.type"] == "GLOBAL_SIMPLE"
+    assert "hoodie.parquet.bloom.filter.enabled" not in simple_opts  # Hudi's default
     with pytest.raises(ValueError, match="index_type"):
         HudiTableConfig(base_path="s3a://b/t", index_type="BLOOM")
     # Hudi's virtual keys leave the record index empty (duplicates, key filters that miss):

@@ -1,0 +1,120 @@
+"""Spark's event log, read back: which jobs and stages a timed piece of work ran, and in how many
+tasks. The benchmarks turn it on (``spark.eventLog.enabled``) and tag their work with a job group
+(``SparkContext.setJobGroup``), so that a stage's tasks and time are told per side and per batch.
+Nothing here is timed: it reads the files Spark wrote, and the driver JVM's own counters."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+from statistics import median
+from typing import Any
+
+
+def read_event_log(log_dir: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Jobs (start, end ms, call site, job group, stage ids) and stages (id, start, end ms,
+    name, tasks) of every application logged under ``log_dir``."""
+    jobs: dict[tuple[str, int], dict[str, Any]] = {}
+    stages: dict[tuple[str, int], dict[str, Any]] = {}
+    for path in sorted(log_dir.iterdir()):
+        app = path.name  # job and stage ids restart in each application
+        for line in path.read_text().splitlines():
+            e = json.loads(line)
+            kind = e.get("Event")
+            if kind == "SparkListenerJobStart":
+                props = e.get("Properties") or {}
+                jobs[app, e["Job ID"]] = {
+                    "start": e["Submission Time"],
+                    "site": props.get("callSite.short", ""),
+                    "group": props.get("spark.jobGroup.id", ""),
+                    "stages": [(app, s) for s in e.get("Stage IDs", [])],
+                }
+            elif kind == "SparkListenerJobEnd":
+                jobs[app, e["Job ID"]]["end"] = e["Completion Time"]
+            elif kind == "SparkListenerStageCompleted":
+                info = e["Stage Info"]
+                if "Submission Time" in info and "Completion Time" in info:
+                    stages[app, info["Stage ID"]] = {
+                        "id": (app, info["Stage ID"]),
+                        "start": info["Submission Time"],
+                        "end": info["Completion Time"],
+                        "name": info["Stage Name"],
+                        "tasks": info["Number of Tasks"],
+                    }
+    return [j for j in jobs.values() if "end" in j], list(stages.values())
+
+
+def stages_by_group(log_dir: Path) -> dict[str, list[dict[str, Any]]]:
+    """The stages that ran (skipped ones are not completed, so not here) under each job group,
+    in the order they started."""
+    jobs, stages = read_event_log(log_dir)
+    by_id = {s["id"]: s for s in stages}
+    out: dict[str, dict[Any, dict[str, Any]]] = defaultdict(dict)
+    for j in jobs:
+        for sid in j["stages"]:
+            if j["group"] and sid in by_id:
+                out[j["group"]][sid] = by_id[sid]
+    return {g: sorted(ss.values(), key=lambda s: s["start"]) for g, ss in out.items()}
+
+
+def slowest_stages(groups: list[list[dict[str, Any]]], top: int = 3) -> list[dict[str, Any]]:
+    """Across several runs of the same work (``groups``: each run's stages), the stage names
+    that took longest: per name, the median over the runs of its seconds (summed within a run)
+    and of its task count (the largest within a run)."""
+    secs: dict[str, list[float]] = defaultdict(list)
+    tasks: dict[str, list[int]] = defaultdict(list)
+    for stages in groups:
+        run_s: dict[str, float] = defaultdict(float)
+        run_t: dict[str, int] = defaultdict(int)
+        for s in stages:
+            run_s[s["name"]] += (s["end"] - s["start"]) / 1000
+            run_t[s["name"]] = max(run_t[s["name"]], s["tasks"])
+        for name in run_s:
+            secs[name].append(run_s[name])
+            tasks[name].append(run_t[name])
+    ranked = sorted(secs, key=lambda n: median(secs[n]), reverse=True)[:top]
+    return [
+        {
+            "stage": n,
+            "seconds": median(secs[n]),
+            "tasks": int(median(tasks[n])),
+            "runs": len(secs[n]),
+        }
+        for n in ranked
+    ]
+
+
+def union_ms(intervals: list[tuple[int, int]]) -> int:
+    """Milliseconds covered by at least one of the (start, end) intervals."""
+    total, cur_s, cur_e = 0, None, None
+    for s, e in sorted(intervals):
+        if cur_e is None or s > cur_e:
+            if cur_e is not None and cur_s is not None:
+                total += cur_e - cur_s
+            cur_s, cur_e = s, e
+        else:
+            cur_e = max(cur_e, e)
+    if cur_e is not None and cur_s is not None:
+        total += cur_e - cur_s
+    return total
+
+
+def busy_seconds(stages: list[dict[str, Any]]) -> float:
+    """Seconds in which at least one of ``stages`` ran: the rest of a timed piece of work is
+    the driver's alone (Hudi's timeline, markers and commit, S3 calls, planning)."""
+    return union_ms([(st["start"], st["end"]) for st in stages]) / 1000
+
+
+def stage_table(stages: list[dict[str, Any]]) -> list[tuple[str, int, float]]:
+    """One run's stages as (name, tasks, seconds), in the order they started."""
+    return [(s["name"], s["tasks"], (s["end"] - s["start"]) / 1000) for s in stages]
+
+
+def jvm_seconds(spark: Any) -> dict[str, float]:
+    """The driver JVM's seconds of JIT compilation (all compiler threads) and of GC so far. A
+    cold JVM compiles for minutes, and on 2 cores that time is taken from the tasks
+    (docs/benchmarks-log.md, Tuning log, "The first rep is the JIT's")."""
+    mf: Any = spark.sparkContext._jvm.java.lang.management.ManagementFactory
+    gc = sum(b.getCollectionTime() for b in mf.getGarbageCollectorMXBeans())
+    return {"jit_s": mf.getCompilationMXBean().getTotalCompilationTime() / 1000, "gc_s": gc / 1000}
