@@ -254,7 +254,8 @@ def cli_parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="OPTION",
-        help="peers: one more option of the worker's driver JVM (-XX:TieredStopAtLevel=1)",
+        help="peers: one more option of the worker's driver JVM, written with '=' "
+        "(--jvm-option=-XX:TieredStopAtLevel=1); scale does not take it",
     )
     parser.add_argument("--hudi-parallelism", type=int, default=2)
     parser.add_argument(

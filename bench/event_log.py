@@ -11,15 +11,21 @@ from pathlib import Path
 from statistics import median
 from typing import Any
 
+# The events read; every other line (most of a log: one per task) is skipped unparsed.
+_WANTED = ("SparkListenerJobStart", "SparkListenerJobEnd", "SparkListenerStageCompleted")
+
 
 def read_event_log(log_dir: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Jobs (start, end ms, call site, job group, stage ids) and stages (id, start, end ms,
-    name, tasks) of every application logged under ``log_dir``."""
+    name, tasks) of every application logged under ``log_dir``. A job whose start or end is
+    missing (Spark's listener queue can drop events under load) is left out."""
     jobs: dict[tuple[str, int], dict[str, Any]] = {}
     stages: dict[tuple[str, int], dict[str, Any]] = {}
     for path in sorted(log_dir.iterdir()):
         app = path.name  # job and stage ids restart in each application
         for line in path.read_text().splitlines():
+            if not any(w in line[:60] for w in _WANTED):
+                continue
             e = json.loads(line)
             kind = e.get("Event")
             if kind == "SparkListenerJobStart":
@@ -31,7 +37,8 @@ def read_event_log(log_dir: Path) -> tuple[list[dict[str, Any]], list[dict[str, 
                     "stages": [(app, s) for s in e.get("Stage IDs", [])],
                 }
             elif kind == "SparkListenerJobEnd":
-                jobs[app, e["Job ID"]]["end"] = e["Completion Time"]
+                if (app, e["Job ID"]) in jobs:
+                    jobs[app, e["Job ID"]]["end"] = e["Completion Time"]
             elif kind == "SparkListenerStageCompleted":
                 info = e["Stage Info"]
                 if "Submission Time" in info and "Completion Time" in info:
@@ -46,43 +53,42 @@ def read_event_log(log_dir: Path) -> tuple[list[dict[str, Any]], list[dict[str, 
 
 
 def stages_by_group(log_dir: Path) -> dict[str, list[dict[str, Any]]]:
-    """The stages that ran (skipped ones are not completed, so not here) under each job group,
-    in the order they started."""
+    """The stages that ran under each job group, in the order they started. A stage counts for
+    the job it ran in: one skipped there (its shuffle output reused from an earlier job, which
+    lists it too) is not completed again, and one that started outside the job's time is the
+    earlier job's."""
     jobs, stages = read_event_log(log_dir)
     by_id = {s["id"]: s for s in stages}
     out: dict[str, dict[Any, dict[str, Any]]] = defaultdict(dict)
     for j in jobs:
         for sid in j["stages"]:
-            if j["group"] and sid in by_id:
-                out[j["group"]][sid] = by_id[sid]
+            st = by_id.get(sid)
+            if j["group"] and st is not None and j["start"] <= st["start"] <= j["end"]:
+                out[j["group"]][sid] = st
     return {g: sorted(ss.values(), key=lambda s: s["start"]) for g, ss in out.items()}
 
 
 def slowest_stages(groups: list[list[dict[str, Any]]], top: int = 3) -> list[dict[str, Any]]:
-    """Across several runs of the same work (``groups``: each run's stages), the stage names
-    that took longest: per name, the median over the runs of its seconds (summed within a run)
-    and of its task count (the largest within a run)."""
-    secs: dict[str, list[float]] = defaultdict(list)
-    tasks: dict[str, list[int]] = defaultdict(list)
+    """Across several runs of the same work (``groups``: each run's stages), the stages that
+    took longest, told apart by call site and task count (Hudi runs several stages from one
+    call site: its one-task rewrite beside four-task ones): per (site, tasks), the median over
+    the runs of its seconds, summed within a run."""
+    secs: dict[tuple[str, int], list[float]] = defaultdict(list)
     for stages in groups:
-        run_s: dict[str, float] = defaultdict(float)
-        run_t: dict[str, int] = defaultdict(int)
+        run_s: dict[tuple[str, int], float] = defaultdict(float)
         for s in stages:
-            run_s[s["name"]] += (s["end"] - s["start"]) / 1000
-            run_t[s["name"]] = max(run_t[s["name"]], s["tasks"])
-        for name in run_s:
-            secs[name].append(run_s[name])
-            tasks[name].append(run_t[name])
-    ranked = sorted(secs, key=lambda n: median(secs[n]), reverse=True)[:top]
+            run_s[s["name"], s["tasks"]] += (s["end"] - s["start"]) / 1000
+        for key, v in run_s.items():
+            secs[key].append(v)
+    ranked = sorted(secs, key=lambda k: median(secs[k]), reverse=True)[:top]
     return [
-        {
-            "stage": n,
-            "seconds": median(secs[n]),
-            "tasks": int(median(tasks[n])),
-            "runs": len(secs[n]),
-        }
-        for n in ranked
+        {"stage": name, "seconds": median(secs[name, n]), "tasks": n, "runs": len(secs[name, n])}
+        for name, n in ranked
     ]
+
+
+def tasks_label(n: int) -> str:
+    return f"{n} task" if n == 1 else f"{n} tasks"
 
 
 def union_ms(intervals: list[tuple[int, int]]) -> int:

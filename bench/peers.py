@@ -52,6 +52,7 @@ from bench.event_log import (
     slowest_stages,
     stage_table,
     stages_by_group,
+    tasks_label,
 )
 from bench.harness import Figure, median, rotation
 from bench.peers_large import LargeTable
@@ -407,11 +408,10 @@ def worker(cfg: dict[str, Any]) -> dict[str, Any]:
         """The job group of the Spark jobs that follow (the event log's key, ``stages_of``)."""
         spark.sparkContext.setJobGroup(group, group)
 
-    def stages_of(prefix: str) -> dict[str, Any]:
-        """The slowest stages per timed batch whose job group starts with ``prefix``, with
-        their task counts, the seconds in which any stage ran per batch, and every stage of the
-        last such batch."""
-        groups = stages_by_group(events)
+    def stages_of(groups: dict[str, list[dict[str, Any]]], prefix: str) -> dict[str, Any]:
+        """The slowest stages per timed batch whose job group (of ``groups``, the event log's)
+        starts with ``prefix``, with their task counts, the seconds in which any stage ran per
+        batch, and every stage of the last such batch."""
         mine = [v for k, v in sorted(groups.items()) if k.startswith(prefix)]
         return {
             "slowest": slowest_stages(mine),
@@ -435,7 +435,7 @@ def worker(cfg: dict[str, Any]) -> dict[str, Any]:
         before = jvm_counters()
         t0 = time.perf_counter()
         for i, objects in enumerate(batches):
-            tagged(f"{name}/batch/{rep}/{i:03d}")
+            tagged(f"{name}/batch/{rep:03d}/{i:03d}")
             t1 = time.perf_counter()
             side.ingest(objects)
             out[name]["batch_s"].append(time.perf_counter() - t1)
@@ -443,10 +443,11 @@ def worker(cfg: dict[str, Any]) -> dict[str, Any]:
         out[name]["t"].append(time.perf_counter() - t0)
         after = jvm_counters()
         out[name].setdefault("jvm", []).append({k: after[k] - before[k] for k in after})
-        out[name]["file_groups"] = file_groups(side)
         t0 = time.perf_counter()
         side.snapshot().write.format("noop").mode("overwrite").save()
         out[name]["read"].append(time.perf_counter() - t0)
+        if rep == cfg["reps"] - 1:  # untimed, after the timed read: it reads the table too
+            out[name]["file_groups"] = file_groups(side)
         out[name]["files"], out[name]["bytes"], out[name]["feed_bytes"] = size_of(side)
         t0 = time.perf_counter()
         side.ingest(extra)
@@ -464,39 +465,58 @@ def worker(cfg: dict[str, Any]) -> dict[str, Any]:
     failed, out["warm_up"] = (
         warm_up(sides, Side, main, jvm_counters) if cfg["warm_up"] else ({}, [])
     )
-    if large:
-        res = run_large(sides, Side, batches, changes, large, fingerprint, size_of, spark, failed,
-                        tagged)  # fmt: skip
-        for name in sides:  # per kind of batch (1,000 uniform changes, ...)
-            kinds = dict.fromkeys(b["kind"] for b in large["batches"])
-            res[name]["stages"] = {k: stages_of(f"{name}/{k}/") for k in kinds}
+    def add_stages(res: dict[str, Any], prefixes: dict[str, str] | None = None) -> None:
+        """Each side's stages from the event log, read once after ``spark.stop`` flushed it:
+        per timed batch, or per kind of batch (``prefixes``: kind -> job-group prefix part).
+        A log that cannot be read costs these figures only."""
+        try:
+            groups = stages_by_group(events)
+        except Exception as e:
+            print(f"  the event log could not be read: {_failure(e)}", file=sys.stderr)
+            return
+        for name in sides:
+            if prefixes is None:
+                res[name]["stages"] = stages_of(groups, f"{name}/batch/")
+            else:
+                res[name]["stages"] = {
+                    k: stages_of(groups, f"{name}/{p}/") for k, p in prefixes.items()
+                }
+
+    try:
+        if large:
+            res = run_large(sides, Side, batches, changes, large, fingerprint, size_of, spark,
+                            failed, tagged)  # fmt: skip
+            res["warm_up"] = out["warm_up"]
+            kinds = {b["kind"]: b["kind"] for b in large["batches"]}
+            add_stages(res, kinds)
+            return res
+        for name, why in failed.items():
+            out[name]["error"] = why
+        for rep in range(cfg["reps"]):
+            for name in rotation(sides, rep):
+                if "error" in out[name]:
+                    continue
+                try:
+                    run_side(Side(name, str(rep)), rep)
+                except Exception as e:  # one side failing still reports the others
+                    out[name]["error"] = _failure(e)
+                    print(f"  rep {rep + 1}: {name} failed: {out[name]['error']}",
+                          file=sys.stderr)  # fmt: skip
+        spark.stop()  # flushes the event log
+        add_stages(out)
+        return out
+    finally:
         shutil.rmtree(events, ignore_errors=True)
-        return res
-    for name, why in failed.items():
-        out[name]["error"] = why
-    for rep in range(cfg["reps"]):
-        for name in rotation(sides, rep):
-            if "error" in out[name]:
-                continue
-            try:
-                run_side(Side(name, str(rep)), rep)
-            except Exception as e:  # one side failing still reports the others
-                out[name]["error"] = _failure(e)
-                print(f"  rep {rep + 1}: {name} failed: {out[name]['error']}", file=sys.stderr)
-    spark.stop()  # flushes the event log
-    for name in sides:
-        out[name]["stages"] = stages_of(f"{name}/batch/")
-    shutil.rmtree(events, ignore_errors=True)
-    return out
 
 
 # The warm-up's rounds: at most this many, until the driver JVM's JIT is quiet (it compiled for
 # less than QUIET_JIT_SHARE of the round's wall time). A cold JVM's JIT compiles for most of the
 # first minutes (Hudi's code most of all: 41 s of JIT in A's first 43 s rep at 200,000 events),
 # and on 2 cores that time is taken from the tasks. At 1M events the rounds' JIT went 120, 60,
-# 34, 18, 14, 10.5, 10.4, ... 7 s, never quiet: after 12 rounds every side's first rep took
-# 0.98-1.22x its last (A 0.98x); stopped after 5, where it levelled off, A's took 1.10x
-# (docs/benchmarks-log.md, Tuning log, "The first rep is the JIT's").
+# 34, 18, 14, 10.5, 10.4, ... 7 s, never quiet. It shrinks the first rep's excess without
+# removing it: after 12 rounds A's first rep took 0.98x and 1.14x its last in two runs, after 5
+# 1.10x, after one file 1.09-1.44x (docs/benchmarks-log.md, Tuning log, "The first rep is the
+# JIT's"); the report gives each run's ratio.
 WARM_UP_ROUNDS = 12
 QUIET_JIT_SHARE = 0.25
 
@@ -506,6 +526,7 @@ def warm_up(
     side_of: Callable[[str, str], Any],
     objects: list[Any],
     jvm_counters: Callable[[], dict[str, float]] | None = None,
+    clock: Callable[[], float] = time.perf_counter,
 ) -> tuple[dict[str, str], list[dict[str, float]]]:
     """Untimed rounds in which each side ingests one more of ``objects`` (one file per round)
     into a throwaway table of its own, so that the worker JVM's first writes of each format
@@ -518,13 +539,13 @@ def warm_up(
     n = min(len(objects), WARM_UP_ROUNDS if jvm_counters else 1)
     for obj in objects[:n]:
         before = jvm_counters() if jvm_counters else {"jit_s": 0.0}
-        t0 = time.perf_counter()
+        t0 = clock()
         for name in (x for x in sides if x not in failed):
             try:
                 tables[name].ingest([obj])
             except Exception as e:
                 failed[name] = _failure(e)
-        wall = time.perf_counter() - t0
+        wall = clock() - t0
         jit = (jvm_counters()["jit_s"] - before["jit_s"]) if jvm_counters else 0.0
         rounds.append({"s": wall, "jit_s": jit})
         print(f"  warm-up round {len(rounds)}: {wall:.1f}s, JIT {jit:.1f}s", file=sys.stderr)
@@ -591,6 +612,18 @@ def run_large(
             out[s]["files"], out[s]["bytes"], out[s]["feed_bytes"] = size_of(tables[s])
     spark.stop()
     return out
+
+
+def warm_up_figures(res: dict[str, Any], label: str) -> list[Figure]:
+    """The warm-up's own row: its untimed seconds, rounds, and the JIT's first and last."""
+    wu = res.get("warm_up") or []
+    if not wu:
+        return []
+    return [
+        Figure("peers", f"warm-up (untimed), {label}", sum(r["s"] for r in wu), "s", "",
+               f"{len(wu)} rounds of one file per side; the driver's JIT compiled "
+               f"{wu[0]['jit_s']:.1f} s in the first, {wu[-1]['jit_s']:.1f} s in the last")
+    ]  # fmt: skip
 
 
 def _run_worker(cfg: dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
@@ -695,15 +728,10 @@ def bench_peers(
                    "" if ok[x] else res[x]["error"])
             for x in sides if x not in ("A", "A2")
         ]  # fmt: skip
-        wu = res.get("warm_up") or []
-        if wu:
-            figures.append(
-                Figure("peers", f"warm-up (untimed), {label}", sum(r["s"] for r in wu), "s", "",
-                       f"{len(wu)} rounds of one file per side; the driver's JIT compiled "
-                       f"{wu[0]['jit_s']:.1f} s in the first, {wu[-1]['jit_s']:.1f} s in the last")
-            )  # fmt: skip
-        # Warm sides take as long in their first rep as in their last (the rotation moves each
-        # side to another position); the JIT's seconds in each tell how warm the JVM was.
+        figures += warm_up_figures(res, label)
+        # A side that is warm takes about as long in its first rep as in its last (the rotation
+        # moves each side to another position); how far each was from that, and the JIT's
+        # seconds in each rep, tell how warm the JVM was (not fully: docs/benchmarks-log.md).
         figures += [
             Figure("peers", f"first rep / last rep, {SIDE_NAMES[x]}, {label}",
                    res[x]["t"][0] / res[x]["t"][-1], "x", "",
@@ -753,7 +781,7 @@ def bench_peers(
                        "", f"of which some Spark stage ran {st.get('busy_s', nan):.2f} s"),
             ] + [
                 Figure("peers", f"stage {i + 1} by time per batch, {SIDE_NAMES[x]}, {label}",
-                       s["seconds"], "s", "", f"{s['tasks']} tasks: {s['stage']}")
+                       s["seconds"], "s", "", f"{tasks_label(s['tasks'])}: {s['stage']}")
                 for i, s in enumerate(st.get("slowest", [])[:2])
             ]  # fmt: skip
             for name_, tasks, secs in st.get("last_batch", []):
@@ -814,7 +842,7 @@ def _bench_large(
         return [Figure("peers", f"large table, {label}", float("nan"), "", note=failed)]
     ok, states, note = _agreement(sides, res, PL.expected(large.orders, [b for b, _ in batches]))
     nan = float("nan")
-    figures = [
+    figures = warm_up_figures(res, label) + [
         Figure("peers", f"large table: load (untimed for the ratios), {SIDE_NAMES[x]}, {label}",
                res[x]["load_s"], "s", "", "" if ok[x] else res[x]["error"])
         for x in sides
@@ -849,7 +877,7 @@ def _bench_large(
                 figures.append(
                     Figure("peers", f"large table: slowest stage, {SIDE_NAMES[x]}, {where}",
                            top["seconds"], "s", "",
-                           f"{top['tasks']} tasks: {top['stage']}; some Spark stage ran "
+                           f"{tasks_label(top['tasks'])}: {top['stage']}; some Spark stage ran "
                            f"{st['busy_s']:.2f} s of the batch")
                 )  # fmt: skip
             for name_, tasks, secs in st.get("last_batch", []):

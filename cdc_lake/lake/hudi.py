@@ -203,7 +203,8 @@ class HudiTableConfig:
                 "hoodie.record.index.update.partition.path": moves,
                 # The record index looks keys up in the metadata table: nothing reads the bloom
                 # filter Hudi would write into every base file's footer, hashing every key. Off:
-                # 0.91x the upsert at 1M events, 0.94x a small commit, 0.91x the table's bytes
+                # the upsert at 1M events 0.96x in the fairer of two paired reps (0.91x their
+                # median), the table's bytes 0.91x; a small commit 0.94x, within its noise
                 # (docs/benchmarks-log.md, Tuning log, issue 52). Files written before keep theirs.
                 "hoodie.parquet.bloom.filter.enabled": "false",
             }

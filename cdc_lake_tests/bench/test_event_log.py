@@ -6,7 +6,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from bench.event_log import busy_seconds, slowest_stages, stage_table, stages_by_group
+from bench.event_log import (
+    busy_seconds,
+    slowest_stages,
+    stage_table,
+    stages_by_group,
+    tasks_label,
+)
 
 
 def _job(job: int, group: str, stages: list[int], start: int, end: int) -> list[dict]:
@@ -29,7 +35,8 @@ def test_stages_are_told_per_job_group_with_their_tasks_and_busy_time(tmp_path: 
         *_job(0, "A/batch/0/000", [0, 1], 1_000, 4_000),
         _stage(0, "read", 4, 1_000, 2_000),
         _stage(1, "write", 1, 1_500, 4_000),  # overlaps "read": busy 3 s, not 3.5 s
-        *_job(1, "A/batch/0/001", [2, 3, 9], 10_000, 13_000),
+        # Job 1 lists stage 0 too, whose shuffle output it reused: it ran in job 0, not here.
+        *_job(1, "A/batch/0/001", [2, 3, 9, 0], 10_000, 13_000),
         _stage(2, "read", 4, 10_000, 11_000),
         _stage(3, "write", 2, 12_000, 13_000),  # stage 9 was skipped: never completed
         *_job(2, "", [4], 20_000, 21_000),  # untagged (a warm-up): no group
@@ -47,9 +54,12 @@ def test_stages_are_told_per_job_group_with_their_tasks_and_busy_time(tmp_path: 
     assert stage_table(groups["C/batch/0/000"]) == [("merge", 3, 0.5)]
     assert busy_seconds(first) == 3.0 and busy_seconds(second) == 2.0
 
-    # Per name, the median over the batches: write 2.5 s and 1 s, read 1 s twice.
+    # Per call site and task count, the median over the batches: the one-task write is not
+    # merged into the two-task one of the other batch.
     top = slowest_stages([first, second])
     assert top == [
-        {"stage": "write", "seconds": 1.75, "tasks": 1, "runs": 2},
+        {"stage": "write", "seconds": 2.5, "tasks": 1, "runs": 1},
         {"stage": "read", "seconds": 1.0, "tasks": 4, "runs": 2},
+        {"stage": "write", "seconds": 1.0, "tasks": 2, "runs": 1},
     ]
+    assert tasks_label(1) == "1 task" and tasks_label(4) == "4 tasks"
