@@ -427,12 +427,9 @@ def worker(cfg: dict[str, Any]) -> dict[str, Any]:
         snap = spark.read.format("hudi").load(side.target())
         return snap.select(F.substring_index("_hoodie_file_name", "_", 1)).distinct().count()
 
-    def jvm_counters() -> dict[str, float]:
-        return jvm_seconds(spark)  # the run's JIT and GC, around each side's rep
-
     def run_side(side: Side, rep: int) -> None:
         name = side.name
-        before = jvm_counters()
+        before = jvm_seconds(spark)  # the JIT's and GC's seconds around the side's rep
         t0 = time.perf_counter()
         for i, objects in enumerate(batches):
             tagged(f"{name}/batch/{rep:03d}/{i:03d}")
@@ -441,7 +438,7 @@ def worker(cfg: dict[str, Any]) -> dict[str, Any]:
             out[name]["batch_s"].append(time.perf_counter() - t1)
         tagged("untimed")
         out[name]["t"].append(time.perf_counter() - t0)
-        after = jvm_counters()
+        after = jvm_seconds(spark)
         out[name].setdefault("jvm", []).append({k: after[k] - before[k] for k in after})
         t0 = time.perf_counter()
         side.snapshot().write.format("noop").mode("overwrite").save()
@@ -463,11 +460,11 @@ def worker(cfg: dict[str, Any]) -> dict[str, Any]:
         )
 
     failed, out["warm_up"] = (
-        warm_up(sides, Side, main, jvm_counters) if cfg["warm_up"] else ({}, [])
+        warm_up(sides, Side, main, lambda: jvm_seconds(spark)) if cfg["warm_up"] else ({}, [])
     )
-    def add_stages(res: dict[str, Any], prefixes: dict[str, str] | None = None) -> None:
+    def add_stages(res: dict[str, Any], kinds: list[str] | None = None) -> None:
         """Each side's stages from the event log, read once after ``spark.stop`` flushed it:
-        per timed batch, or per kind of batch (``prefixes``: kind -> job-group prefix part).
+        per timed batch, or per kind of batch (``kinds``, the large-table mode's).
         A log that cannot be read costs these figures only."""
         try:
             groups = stages_by_group(events)
@@ -475,11 +472,11 @@ def worker(cfg: dict[str, Any]) -> dict[str, Any]:
             print(f"  the event log could not be read: {_failure(e)}", file=sys.stderr)
             return
         for name in sides:
-            if prefixes is None:
+            if kinds is None:
                 res[name]["stages"] = stages_of(groups, f"{name}/batch/")
             else:
                 res[name]["stages"] = {
-                    k: stages_of(groups, f"{name}/{p}/") for k, p in prefixes.items()
+                    k: stages_of(groups, f"{name}/{k}/") for k in kinds
                 }
 
     try:
@@ -487,8 +484,7 @@ def worker(cfg: dict[str, Any]) -> dict[str, Any]:
             res = run_large(sides, Side, batches, changes, large, fingerprint, size_of, spark,
                             failed, tagged)  # fmt: skip
             res["warm_up"] = out["warm_up"]
-            kinds = {b["kind"]: b["kind"] for b in large["batches"]}
-            add_stages(res, kinds)
+            add_stages(res, list(dict.fromkeys(b["kind"] for b in large["batches"])))
             return res
         for name, why in failed.items():
             out[name]["error"] = why
