@@ -17,6 +17,7 @@
     python -m bench --only policy        # what hashed and excluded columns cost matches_source
     python -m bench --only history       # what a history table costs a refresh
     python -m bench --only history --table-type MERGE_ON_READ  # ... written as MERGE_ON_READ
+    python -m bench --only sasl --latency-duration 240  # latency with Kafka's SASL vs without
     python -m bench --smoke              # tiny sizes: keeps the harness working (the tests)
 
 The stack gets its own state directory and port base (``--port-base``, default 17400), so it
@@ -46,6 +47,7 @@ from bench.peers import bench_peers
 from bench.peers_large import DISTRIBUTIONS, LargeTable
 from bench.policy_cost import bench_policy_cost
 from bench.refresh_cost import bench_refresh_cost
+from bench.sasl_cost import bench_sasl_cost
 from bench.scale import bench_scale
 from bench.soak import bench_soak, samples_table
 from bench.warm_spark import bench_cluster, bench_warm_spark
@@ -59,12 +61,12 @@ from cdc_lake.stack.spark import build_spark_session
 BENCHMARKS = (
     "sensor", "incremental", "latency", "scale", "peers", "index", "empty", "refresh", "warm",
     "cluster",
-    "connect-iceberg", "soak", "lag", "policy", "history",
+    "connect-iceberg", "soak", "lag", "policy", "history", "sasl",
 )  # fmt: skip
-# Run only when named: hours at full size.
-ON_REQUEST = ("soak",)
+# Run only when named: hours at full size (soak); a second whole stack (sasl).
+ON_REQUEST = ("soak", "sasl")
 # The benchmarks that need the whole stack (the others need only the S3 server).
-WHOLE_STACK = ("latency", "connect-iceberg", "soak", "lag", "policy")
+WHOLE_STACK = ("latency", "connect-iceberg", "soak", "lag", "policy", "sasl")
 NOT_YET = {
     "upsert-vs-hoodiestreamer": "hudi-utilities 1.x is not downloadable from this machine's "
     "Maven Central mirror (only 0.14.0), so HoodieStreamer cannot run beside Hudi 1.1.1; "
@@ -142,6 +144,12 @@ def run(
         # In a worker process too: its session loads Iceberg's Spark runtime beside Hudi.
         changes = 10 if smoke else 240
         report.add(*bench_connect_iceberg(stack, say, changes=changes, rate=2.0))
+    if "sasl" in only:
+        # A second whole stack, Kafka without SASL, beside this one; the latency lanes on both.
+        duration, rate, rounds = (
+            (8, 1.0, 2) if smoke else (latency_duration_s, latency_rate, max(4, latency_rounds))
+        )
+        report.add(*bench_sasl_cost(stack, duration, rate, rounds, say))
     if "policy" in only:
         # PostgreSQL only: the digest that matches_source runs.
         report.add(*bench_policy_cost(stack, 200 if smoke else 200_000, reps, say))

@@ -159,7 +159,13 @@ class _Trace:
 class _Lane:
     """One profile's own pipeline: database, topic, slot, raw prefix, table and instance."""
 
-    def __init__(self, stack: LocalStack, profile: Profile, say: Callable[[str], None]):
+    def __init__(
+        self,
+        stack: LocalStack,
+        profile: Profile,
+        say: Callable[[str], None],
+        spark: str = "in_process",
+    ):
         self.stack, self.profile, self.say = stack, profile, say
         s = stack.settings
         slug = profile.slug
@@ -175,8 +181,9 @@ class _Lane:
         lake: dict[str, Any] = {"lake_prefix": f"lat/{slug}"}
         if profile.hudi_options:
             lake["hudi_options"] = dict(profile.hudi_options)
-        # The benchmark's own session, already warm: the lake server is not in the figure.
-        self.resources = local_resources(s, lake=lake, spark="in_process", **pipeline)
+        # In process: the benchmark's own session, already warm, and the lake server is not in
+        # the figure. "server": the stack's own lake server, warm too.
+        self.resources = local_resources(s, lake=lake, spark=spark, **pipeline)
         self.cdc = self.resources["cdc"]
         self.flush_ms: int = self.cdc.flush_interval_ms
         self.interval_s: float = (
@@ -336,9 +343,13 @@ def bench_latency(
     profiles: list[Profile],
     rounds: int,
     say: Callable[[str], None],
+    stacks: dict[str, LocalStack] | None = None,
+    spark: str = "in_process",
 ) -> list[Figure]:
+    """``stacks``: a profile's own stack, by its name (the others run on ``stack``); their
+    credentials must be ``stack``'s, as the resources read them from one environment."""
     os.environ.update(local_secret_env(stack.settings))
-    lanes = [_Lane(stack, p, say) for p in profiles]
+    lanes = [_Lane((stacks or {}).get(p.name, stack), p, say, spark) for p in profiles]
     try:
         for lane in lanes:
             lane.setup()
@@ -392,4 +403,9 @@ def _figures(lanes: list[_Lane], how: str) -> list[Figure]:
             figures.append(
                 Figure("e2e latency", f"ratio {base} / {other}, {q}", ratio, "x", "", "same run")
             )
+        runs = _median(lanes[0].run_seconds) / _median(lane.run_seconds)
+        figures.append(
+            Figure("e2e latency", f"ratio {base} / {other}, median Hudi run", runs, "x", "",
+                   "tick -> materialized, checks included")
+        )  # fmt: skip
     return figures

@@ -33,7 +33,6 @@ from cdc_lake.stack.lake_server import SERVICE as LAKE_SERVER
 from cdc_lake.stack.lake_server import token_path
 from cdc_lake.stack.settings import (
     KAFKA_SASL_MECHANISM,
-    KAFKA_SECURITY_PROTOCOL,
     StackSettings,
     local_spark_mode,
 )
@@ -112,11 +111,13 @@ def local_resources(
         "postgres": local_postgres(s, pipeline.pop("database", None)),
         "kafka": KafkaResource(
             bootstrap_servers=s.kafka_bootstrap,
-            security_protocol=KAFKA_SECURITY_PROTOCOL,
+            security_protocol=s.kafka_security_protocol,
             sasl_mechanism=KAFKA_SASL_MECHANISM,
             sasl_username=s.kafka_user,
             sasl_password=dg.EnvVar("CDC_LAKE_KAFKA_PASSWORD"),
-        ),
+        )
+        if s.kafka_sasl
+        else KafkaResource(bootstrap_servers=s.kafka_bootstrap),
         "kafka_connect": KafkaConnectResource(
             url=s.connect_url,
             user=s.connect_user,

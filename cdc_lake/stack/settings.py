@@ -180,6 +180,11 @@ class StackSettings:
     # Kafka Connect workers in the group: 1, or 2 (CDC_LAKE_CONNECT_WORKERS; the second one's REST
     # API on port "connect_2"), as MSK Connect runs several.
     connect_workers: int = CONNECT_WORKERS[0]
+    # False: the broker's listeners are PLAINTEXT, with no authorizer, and every client connects
+    # without a login. Only the benchmark that measures what SASL costs sets it (bench/sasl_cost.py,
+    # on a stack of its own); nothing reads it from the environment, so `cdc-lake stack up` always
+    # authenticates.
+    kafka_sasl: bool = True
     _credentials: list[Credentials] = field(default_factory=list, compare=False, repr=False)
 
     @staticmethod
@@ -240,10 +245,16 @@ class StackSettings:
         """The SASL mechanism ``user`` logs in with: PLAIN for the broker, SCRAM for clients."""
         return KAFKA_BROKER_MECHANISM if user == self.kafka_broker_user else KAFKA_SASL_MECHANISM
 
+    @property
+    def kafka_security_protocol(self) -> str:
+        return KAFKA_SECURITY_PROTOCOL if self.kafka_sasl else "PLAINTEXT"
+
     def kafka_client_conf(self, user: str | None = None) -> dict[str, Any]:
         """librdkafka settings for ``user`` (Dagster's by default) on the broker's clients'
         listener. The password is in the returned dict: for a client, never for a log."""
         name = user or self.kafka_user
+        if not self.kafka_sasl:
+            return {"bootstrap.servers": self.kafka_bootstrap, "security.protocol": "PLAINTEXT"}
         return {
             "bootstrap.servers": self.kafka_bootstrap,
             "security.protocol": KAFKA_SECURITY_PROTOCOL,

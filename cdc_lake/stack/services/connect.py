@@ -13,7 +13,6 @@ from cdc_lake.stack.settings import (
     CONNECT_GROUP,
     CONNECT_TOPIC_PREFIX,
     KAFKA_SASL_MECHANISM,
-    KAFKA_SECURITY_PROTOCOL,
     StackSettings,
 )
 from cdc_lake.streaming.connect_config import DEBEZIUM_TEMPLATE, connector_class
@@ -92,11 +91,14 @@ class KafkaConnect(JavaService):
         # Kafka as the Connect user; the file is 0600, as it holds that user's password.
         kafka_user = self.s.kafka_connect_user
         jaas = sasl_jaas(KAFKA_SASL_MECHANISM, kafka_user, self.s.kafka_users[kafka_user])
+        login = (f"sasl.mechanism={KAFKA_SASL_MECHANISM}", f"sasl.jaas.config={jaas}")
         sasl = "".join(
-            f"{prefix}security.protocol={KAFKA_SECURITY_PROTOCOL}\n"
-            f"{prefix}sasl.mechanism={KAFKA_SASL_MECHANISM}\n"
-            f"{prefix}sasl.jaas.config={jaas}\n"
+            f"{prefix}{line}\n"
             for prefix in ("", "producer.", "consumer.", "admin.")
+            for line in (
+                f"security.protocol={self.s.kafka_security_protocol}",
+                *(login if self.s.kafka_sasl else ()),
+            )
         )
         write_private(
             self.conf,

@@ -38,7 +38,6 @@ from cdc_lake.stack.services.base import JavaService
 from cdc_lake.stack.settings import (
     KAFKA_BROKER_MECHANISM,
     KAFKA_SASL_MECHANISM,
-    KAFKA_SECURITY_PROTOCOL,
 )
 
 
@@ -96,15 +95,7 @@ class Kafka(JavaService):
         broker = self.s.kafka_broker_user
         plain = KAFKA_BROKER_MECHANISM
         own = sasl_jaas(plain, broker, users[broker], {broker: users[broker]})
-        write_private(
-            self.conf,
-            "process.roles=broker,controller\n"
-            "node.id=1\n"
-            f"controller.quorum.voters=1@{h}:{cp}\n"
-            f"listeners=CLIENT://{h}:{p},CONTROLLER://{h}:{cp}\n"
-            f"advertised.listeners=CLIENT://{h}:{p}\n"
-            "controller.listener.names=CONTROLLER\n"
-            "inter.broker.listener.name=CLIENT\n"
+        security = (
             "listener.security.protocol.map=CLIENT:SASL_PLAINTEXT,CONTROLLER:SASL_PLAINTEXT\n"
             f"listener.name.client.sasl.enabled.mechanisms={KAFKA_SASL_MECHANISM},{plain}\n"
             f"listener.name.controller.sasl.enabled.mechanisms={plain}\n"
@@ -120,6 +111,19 @@ class Kafka(JavaService):
             "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer\n"
             "allow.everyone.if.no.acl.found=false\n"
             f"super.users=User:{broker}\n"
+            if self.s.kafka_sasl
+            # The benchmark's stack without SASL (StackSettings.kafka_sasl): open to anyone.
+            else "listener.security.protocol.map=CLIENT:PLAINTEXT,CONTROLLER:PLAINTEXT\n"
+        )
+        write_private(
+            self.conf,
+            security + "process.roles=broker,controller\n"
+            "node.id=1\n"
+            f"controller.quorum.voters=1@{h}:{cp}\n"
+            f"listeners=CLIENT://{h}:{p},CONTROLLER://{h}:{cp}\n"
+            f"advertised.listeners=CLIENT://{h}:{p}\n"
+            "controller.listener.names=CONTROLLER\n"
+            "inter.broker.listener.name=CLIENT\n"
             f"log.dirs={logs}\n"
             "num.partitions=1\n"
             "offsets.topic.replication.factor=1\n"
@@ -173,6 +177,8 @@ class Kafka(JavaService):
         )
 
         s = self.s
+        if not s.kafka_sasl:
+            return  # no users, no authorizer
         admin = AdminClient({**s.kafka_client_conf(s.kafka_broker_user), "log_level": 0})
         mechanism = ScramMechanism[KAFKA_SASL_MECHANISM.replace("-", "_")]
         clients = {u: p for u, p in s.kafka_users.items() if u != s.kafka_broker_user}
@@ -213,8 +219,8 @@ class Kafka(JavaService):
     def details(self) -> dict[str, object]:
         return {
             "bootstrap_servers": self.s.kafka_bootstrap,
-            "security_protocol": KAFKA_SECURITY_PROTOCOL,
-            "sasl_mechanism": KAFKA_SASL_MECHANISM,
+            "security_protocol": self.s.kafka_security_protocol,
+            "sasl_mechanism": KAFKA_SASL_MECHANISM if self.s.kafka_sasl else None,
             "user": self.s.kafka_user,
             "password": self.s.kafka_users[self.s.kafka_user],
             "controller": f"{self.s.host}:{self.s.port('kafka_controller')}",
