@@ -115,12 +115,3 @@ def busy_seconds(stages: list[dict[str, Any]]) -> float:
 def stage_table(stages: list[dict[str, Any]]) -> list[tuple[str, int, float]]:
     """One run's stages as (name, tasks, seconds), in the order they started."""
     return [(s["name"], s["tasks"], (s["end"] - s["start"]) / 1000) for s in stages]
-
-
-def jvm_seconds(spark: Any) -> dict[str, float]:
-    """The driver JVM's seconds of JIT compilation (all compiler threads) and of GC so far. A
-    cold JVM compiles for minutes, and on 2 cores that time is taken from the tasks
-    (docs/benchmarks-log.md, Tuning log, "The first rep is the JIT's")."""
-    mf: Any = spark.sparkContext._jvm.java.lang.management.ManagementFactory
-    gc = sum(b.getCollectionTime() for b in mf.getGarbageCollectorMXBeans())
-    return {"jit_s": mf.getCompilationMXBean().getTotalCompilationTime() / 1000, "gc_s": gc / 1000}

@@ -48,7 +48,6 @@ from typing import Any
 from bench import peers_large as PL
 from bench.event_log import (
     busy_seconds,
-    jvm_seconds,
     slowest_stages,
     stage_table,
     stages_by_group,
@@ -61,6 +60,7 @@ from bench.synthetic import OUTBOX_COLUMNS, OUTBOX_SCHEMA
 from cdc_lake.lake.hudi import HudiTableConfig
 from cdc_lake.lake.transforms import lake_columns
 from cdc_lake.source.captured import OUTBOX
+from cdc_lake.stack.warm_up import QUIET_JIT_SHARE, jvm_seconds
 
 SIDES = ("A", "B", "C", "D")
 SIDE_NAMES = {
@@ -514,7 +514,6 @@ def worker(cfg: dict[str, Any]) -> dict[str, Any]:
 # 1.10x, after one file 1.09-1.44x (docs/benchmarks-log.md, Tuning log, "The first rep is the
 # JIT's"); the report gives each run's ratio.
 WARM_UP_ROUNDS = 12
-QUIET_JIT_SHARE = 0.25
 
 
 def warm_up(

@@ -10,15 +10,9 @@ from typing import Any
 
 from cdc_lake.lake.hudi import HudiTableConfig
 from cdc_lake.lake.raw_lines import RawSource
+from cdc_lake.lake.schema.columns import KIND_VALUES
 from cdc_lake.lake.tables import declared_columns, declared_schema
 from cdc_lake.source.captured import OUTBOX
-
-# A value of each kind of column, as Debezium writes it, for columns an event is not given.
-KIND_VALUES: dict[str, Any] = {
-    "int": 0, "bool": False, "text": "x", "trimmed": "X", "json": "{}", "decimal": "0",
-    "date": 0, "timestamptz": "2026-01-01T00:00:00Z", "float4": 0.0, "float8": 0.0,
-    "timestamp_ms": 0, "timestamp_us": 0,
-}  # fmt: skip
 
 # The default pipeline's topic name, under a prefix of its own.
 TOPIC = "cdc.datalake.cdc_events"

@@ -51,7 +51,7 @@ def _child(name: str, mode: str) -> None:
     print(json.dumps({"materialize_s": time.monotonic() - t0, "upsert_s": upsert}))
 
 
-def _run(stack: LocalStack, name: str, mode: str) -> tuple[float, dict[str, float]]:
+def run_refresh(stack: LocalStack, name: str, mode: str) -> tuple[float, dict[str, float]]:
     """One refresh in a fresh process: its wall time, and what it reports (``_child``)."""
     s = stack.settings
     env = {
@@ -94,7 +94,7 @@ def _alternate(
     for start in range(0, orders, per_file):
         lake.put([event(i, 100, i + 1) for i in range(start, min(orders, start + per_file))])
     say(f"{name}: building a table of {orders:,} orders")
-    _run(stack, lake.name, "server")
+    run_refresh(stack, lake.name, "server")
     clock = 1_000
     times: dict[str, list[tuple[float, dict[str, float]]]] = {m: [] for m in modes}
     for rep in range(reps):
@@ -104,7 +104,7 @@ def _alternate(
                          for i in range(events_per_file)]  # fmt: skip
                 clock += events_per_file
                 lake.put(batch, partition=f % 2)
-            wall, got = _run(stack, lake.name, mode)
+            wall, got = run_refresh(stack, lake.name, mode)
             times[mode].append((wall, got))
             say(f"{name}: {mode:<10} run {wall:6.1f}s (materialize {got['materialize_s']:6.1f}s, "
                 f"upsert step {got['upsert_s']:5.1f}s)")  # fmt: skip

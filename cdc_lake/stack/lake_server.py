@@ -10,8 +10,8 @@ Every request carries ``Authorization: Bearer <token>``; the token is in ``<stat
 (``token_path``, a 0600 file written by ``stack up``), never in an argument or the environment.
 A request without it gets 401 and nothing else.
 
-- ``GET /health``: ``{"pid", "jvm_pid", "runs"}`` once the session is up and while its JVM
-  answers over py4j; 503 once it does not (``stack down`` and ``up`` start a new one).
+- ``GET /health``: ``{"pid", "jvm_pid", "runs", "warm_up"}`` once the session is up and while
+  its JVM answers over py4j; 503 once it does not (``stack down`` and ``up`` start a new one).
 - ``GET /memory``: a full GC under the app lock (so never during an app), then the JVM's heap in
   use, committed and its maximum in MiB, and the JVM's and the server's live threads: what
   ``python -m bench --only soak`` samples to see whether the server grows with the runs.
@@ -22,8 +22,10 @@ A request without it gets 401 and nothing else.
 
 Ordering: one app at a time (a lock: Hudi takes one writer per table); a request that arrives
 while another runs waits for it. A client that gives up does not stop its app. Right after the
-session is up, a warm-up (a small Hudi table in the server's data directory, not the lake)
-loads Hudi's classes under the same lock, so the first app does not pay for them.
+session is up, a warm-up runs the upsert app on a throwaway table of its own (in the stack's
+S3 under ``_warm_up/``, never the lake's tables), each round under the same lock, until the
+JIT is quiet or an app is asked for, so a user's first apps cost what later ones do
+(``cdc_lake/stack/warm_up.py``); ``/health`` then gives its rounds and seconds as ``warm_up``.
 
 Secrets: the server reads the stack's S3 keys from the state directory's credentials itself and
 hands them to the JVM it starts through a 0600 profile file that the JVM's environment names
@@ -111,6 +113,8 @@ class _Server(ThreadingHTTPServer):
         self.token, self.spark, self.s3 = token, spark, s3
         self.lock = threading.Lock()
         self.runs = 0
+        self.asked = 0  # apps asked for, from the start: the warm-up gives way to the first
+        self.warm_up: dict[str, Any] | None = None  # how the warm-up went, once it is over
         self.jvm_pid = int(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())
 
     def memory(self) -> dict[str, Any]:
@@ -132,6 +136,7 @@ class _Server(ThreadingHTTPServer):
     def run_app(self, app: str, params: dict[str, Any]) -> dict[str, Any]:
         from cdc_lake.spark_apps.run import run_app
 
+        self.asked += 1
         with self.lock:
             t0 = time.monotonic()
             try:
@@ -195,7 +200,9 @@ class _Handler(BaseHTTPRequestHandler):
             s.spark.sparkContext._jvm.java.lang.System.nanoTime()  # the JVM still answers
         except Exception:
             return self._reply(503)
-        self._reply(200, {"pid": os.getpid(), "jvm_pid": s.jvm_pid, "runs": s.runs})
+        self._reply(
+            200, {"pid": os.getpid(), "jvm_pid": s.jvm_pid, "runs": s.runs, "warm_up": s.warm_up}
+        )
 
     def do_POST(self) -> None:
         if not self._authorized():
@@ -229,32 +236,31 @@ def _s3_client(settings: StackSettings) -> Any:
     )
 
 
-def warm_up(server: _Server, path: Path) -> None:
-    """Load Hudi's classes before the first app needs them: a small upsert and read of a table in
-    the server's own data directory (not the lake). It holds the lock, so an app that comes
-    first waits for it; a failure is logged and changes nothing else."""
-    import shutil
+def warm_up(server: _Server, settings: StackSettings) -> None:
+    """The upsert app on a throwaway table until the JIT is quiet (``cdc_lake/stack/warm_up.py``),
+    each round under the app lock, none once an app was asked for; a failure is logged and
+    changes nothing else."""
+    from cdc_lake.spark_apps.run import run_app
+    from cdc_lake.stack import warm_up as W
 
-    from cdc_lake.lake.hudi import HudiTableConfig
-    from cdc_lake.lake.schema import SourceColumn, initial
+    def app(name: str, params: dict[str, Any]) -> Any:
+        with server.lock:
+            try:
+                return run_app(server.spark, server.s3, name, params)
+            finally:
+                server.spark.catalog.clearCache()
 
-    # The warm-up table's own schema: its rows below, keyed by order_id.
-    schema = initial("warm_up", "order_id", [SourceColumn("order_id", "bigint", nullable=False)])
-    with server.lock:
-        t0 = time.monotonic()
-        try:
-            shutil.rmtree(path, ignore_errors=True)
-            table = HudiTableConfig(base_path=path.as_uri(), partition_field="")
-            options = table.write_options(schema=schema)
-            rows = server.spark.range(0, 100).selectExpr(
-                "id AS order_id", "id AS cdc_ordering", "false AS _hoodie_is_deleted"
-            )
-            for _ in range(2):  # an insert, then an upsert into the existing table
-                rows.write.format("hudi").options(**options).mode("append").save(path.as_uri())
-            server.spark.read.format("hudi").load(path.as_uri()).count()
-            _say(f"warmed up in {time.monotonic() - t0:.1f}s")
-        except Exception as e:
-            _say(f"warm-up failed (the apps will load Hudi themselves): {type(e).__name__}: {e}")
+    t0 = time.monotonic()
+    try:
+        raw, lake = settings.raw_bucket, settings.lake_bucket
+        rounds = W.run(server.spark, server.s3, raw, lake, app, _say, lambda: server.asked > 0)
+        jit = sum(r["jit_s"] for r in rounds)
+        server.warm_up = {"rounds": len(rounds), "seconds": round(time.monotonic() - t0, 1)}
+        _say(f"warmed up in {time.monotonic() - t0:.1f}s ({len(rounds)} rounds, {jit:.1f}s of "
+             f"JIT){'; an app was asked for' if server.asked else ''}")  # fmt: skip
+    except Exception as e:
+        server.warm_up = {"error": f"{type(e).__name__}: {e}"[:300]}
+        _say(f"warm-up failed (the apps will load Hudi themselves): {type(e).__name__}: {e}")
 
 
 def serve(settings: StackSettings) -> None:
@@ -266,8 +272,7 @@ def serve(settings: StackSettings) -> None:
     spark = build_spark_session(settings, app_name="cdc-lake-lake-server")
     server = _Server((settings.host, settings.port(SERVICE)), token, spark, _s3_client(settings))
     _say(f"Spark up in {time.monotonic() - t0:.1f}s (JVM pid {server.jvm_pid}); serving")
-    warm = settings.data_dir(SERVICE) / "warm-up"
-    threading.Thread(target=warm_up, args=(server, warm), daemon=True).start()
+    threading.Thread(target=warm_up, args=(server, settings), daemon=True).start()
 
     def stop(signum: int, _frame: Any) -> None:
         # shutdown() waits for serve_forever, which runs in this (the main) thread.

@@ -8,7 +8,8 @@ from typing import Any
 
 from pyspark.sql import DataFrame, Row, SparkSession
 
-from bench.synthetic import KIND_VALUES, OUTBOX_SCHEMA
+from bench.synthetic import OUTBOX_SCHEMA
+from cdc_lake.lake.schema.columns import KIND_VALUES
 from cdc_lake.lake.transforms import lines_from_text, parse_raw_lines, split_valid, to_lake_rows
 from cdc_lake.source.captured import OUTBOX
 

@@ -1,9 +1,10 @@
 """The session stack's lake server as a process: private token, no secret in its arguments or
-environment, loopback only, and no answer without the token."""
+environment, loopback only, no answer without the token, and its warm-up."""
 
 from __future__ import annotations
 
 import stat
+import time
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ import pytest
 from cdc_lake.stack import LocalStack
 from cdc_lake.stack.lake_server import LakeServerError, request, token_path
 from cdc_lake.stack.services import LakeServer
+from cdc_lake.stack.warm_up import MAX_ROUNDS, PREFIX
 from cdc_lake_tests.stack.test_spark import (
     LOOPBACK,
     all_cmdlines,
@@ -69,3 +71,23 @@ def test_the_lake_server_answers_only_with_its_token(local_stack: LocalStack, tm
     memory = request(s.host, port, token_path(s), "GET", "/memory", timeout_s=120)
     assert 0 < memory["heap_used_mb"] <= memory["heap_committed_mb"] <= memory["heap_max_mb"]
     assert memory["jvm_threads"] > 1 and memory["python_threads"] >= 1
+
+
+def test_the_lake_server_warms_up_on_the_upsert_path_and_leaves_nothing(local_stack: LocalStack):
+    """At its start the server runs the upsert app on a throwaway table in the stack's S3 until
+    the JIT is quiet or an app is asked for (cdc_lake/stack/warm_up.py), then deletes it:
+    ``/health`` gives the rounds, and neither bucket keeps a warm-up object."""
+    s = local_stack.settings
+    ask = (s.host, s.port("lake_server"), token_path(s), "GET", "/health")
+    deadline = time.monotonic() + 600
+    while (warm := request(*ask, timeout_s=5)["warm_up"]) is None:
+        assert time.monotonic() < deadline, "the warm-up never ended"
+        time.sleep(1)
+    # At least round 1, the table's creation, ran: the app's whole path, on S3.
+    assert "error" not in warm and 1 <= warm["rounds"] <= MAX_ROUNDS, warm
+    s3 = local_stack.service("s3").client()  # type: ignore[attr-defined]
+    for bucket in s.buckets:
+        left = s3.list_objects_v2(Bucket=bucket, Prefix=PREFIX).get("KeyCount", 0)
+        assert left == 0, (bucket, left)
+    log = _server(local_stack).log.read_text()
+    assert "warm-up round 1:" in log and "warmed up in" in log

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 
 class SchemaChangeError(ValueError):
@@ -73,6 +74,14 @@ KINDS: dict[str, Kind] = {
         Kind("time_us", "bigint", "bigint", "bigint"),
     )
 }
+
+# A value of each kind, as Debezium writes it in a raw line: for lines written by hand (the lake
+# server's warm-up, the tests and benchmarks), for columns a line is not given.
+KIND_VALUES: dict[str, Any] = {
+    "int": 0, "bool": False, "text": "x", "trimmed": "X", "hashed": "0" * 64, "json": "{}",
+    "decimal": "0", "date": 0, "timestamptz": "2026-01-01T00:00:00Z", "float4": 0.0,
+    "float8": 0.0, "timestamp_ms": 0, "timestamp_us": 0, "time_ms": 0, "time_us": 0,
+}  # fmt: skip
 
 # Kinds that share a text in the digest and a conversion from change-feed images.
 FLOAT_KINDS = frozenset({"float4", "float8"})
