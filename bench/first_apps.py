@@ -34,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--at-once", action="store_true", help="do not wait for the warm-up")
     args = ap.parse_args(argv)
     state = Path(tempfile.mkdtemp(prefix="cdc-lake-first-apps-"))
-    state.chmod(0o755)
+    state.chmod(0o755)  # as every bench state directory (PostgreSQL runs as postgres)
     project = StackSettings.from_env()
     s = StackSettings.from_env(state_dir=state, port_base=args.port_base, jars_dir=project.jars_dir)
     stack = LocalStack(s, verbose=False, only=["s3", "lake_server"])
@@ -45,6 +45,8 @@ def main(argv: list[str] | None = None) -> int:
         while (
             not args.at_once and request(s.host, port, token, "GET", "/health")["warm_up"] is None
         ):
+            if time.monotonic() > t0 + 900:
+                raise SystemExit("first apps: the lake server's warm-up did not end in 15 minutes")
             time.sleep(1)
         say(f"first apps: starting {time.monotonic() - t0:.1f}s after `up`")
         lake = SyntheticLake(stack.service("s3").client(), s.raw_bucket, s.lake_bucket)  # type: ignore[attr-defined]

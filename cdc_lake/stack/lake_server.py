@@ -43,6 +43,7 @@ import hmac
 import http.client
 import json
 import os
+import shutil
 import signal
 import sys
 import threading
@@ -245,11 +246,15 @@ def warm_up(server: _Server, settings: StackSettings) -> None:
 
     def app(name: str, params: dict[str, Any]) -> Any:
         with server.lock:
+            if server.asked:  # an app asked for while this round waited for the lock
+                return None
             try:
                 return run_app(server.spark, server.s3, name, params)
             finally:
                 server.spark.catalog.clearCache()
 
+    # Where the warm-up of earlier versions wrote its table (two local writes).
+    shutil.rmtree(settings.data_dir(SERVICE) / "warm-up", ignore_errors=True)
     t0 = time.monotonic()
     try:
         raw, lake = settings.raw_bucket, settings.lake_bucket

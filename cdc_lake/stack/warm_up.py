@@ -90,8 +90,9 @@ def run(
     stop: Callable[[], bool],
 ) -> list[dict[str, float]]:
     """The rounds (module docstring) in the buckets ``raw`` and ``lake``, through
-    ``run_app(app, params)``; no round starts once ``stop()``. Each round's wall and JIT
-    seconds."""
+    ``run_app(app, params)``, which returns the app's report, or None when it gave way to an app
+    asked for meanwhile; no round starts once ``stop()``. Each round's wall and JIT seconds.
+    Whatever happens, both ``_warm_up/`` prefixes are empty on the way out."""
     for bucket in (raw, lake):
         delete_prefix(s3, bucket, PREFIX)
     source = RawSource(raw, PREFIX, TOPIC)
@@ -122,6 +123,8 @@ def run(
             )
             jit0, t0 = jvm_seconds(spark)["jit_s"], time.monotonic()
             report = run_app(UpsertParams.APP, params.to_json())
+            if report is None:  # an app came first: the round gave way to it
+                break
             wall, jit = time.monotonic() - t0, jvm_seconds(spark)["jit_s"] - jit0
             previous = report.metadata[UpsertReport.LIVE_KEY_DIGEST]["raw_value"]
             rounds.append({"wall_s": wall, "jit_s": jit})

@@ -2,6 +2,8 @@
 
 Both listeners authenticate every client: a connection without a known user and its password
 is closed before any request, so another local user can neither read a topic nor write one.
+(Except on the SASL-cost benchmark's twin stack, ``StackSettings.kafka_sasl`` off: PLAINTEXT
+and no authorizer, set in code only, never from the environment.)
 
 - ``CLIENT`` takes SASL/SCRAM-SHA-512 for the clients (Connect, Dagster, the tests) and PLAIN
   for the broker alone. SCRAM credentials live in the cluster's metadata: at each start the
@@ -221,8 +223,8 @@ class Kafka(JavaService):
             "bootstrap_servers": self.s.kafka_bootstrap,
             "security_protocol": self.s.kafka_security_protocol,
             "sasl_mechanism": KAFKA_SASL_MECHANISM if self.s.kafka_sasl else None,
-            "user": self.s.kafka_user,
-            "password": self.s.kafka_users[self.s.kafka_user],
+            "user": self.s.kafka_user if self.s.kafka_sasl else None,
+            "password": self.s.kafka_users[self.s.kafka_user] if self.s.kafka_sasl else None,
             "controller": f"{self.s.host}:{self.s.port('kafka_controller')}",
             "data_dir": str(self.s.data_dir("kafka")),
         }
