@@ -93,6 +93,9 @@ class CapturedTable:
     # it was valid (valid_from, valid_to), kept from the lake's commits (docs/history.md,
     # ``cdc_lake/lake/history.py``). Off: the lake table alone.
     history: bool = False
+    # The lake server warms up on a throwaway table of this table's shape at its start
+    # (``cdc_lake/stack/warm_up.py``): the first declared table that says so.
+    warm_up: bool = False
 
     def __post_init__(self) -> None:
         try:
@@ -144,6 +147,7 @@ class CapturedTable:
             "exclude": list(self.exclude),
             "hashed": list(self.hashed),
             "history": self.history,
+            "warm_up": self.warm_up,
         }
 
     @classmethod
@@ -167,6 +171,7 @@ class CapturedTable:
             exclude=tuple(str(c) for c in data.get("exclude", ())),
             hashed=tuple(str(c) for c in data.get("hashed", ())),
             history=bool(data.get("history", False)),
+            warm_up=bool(data.get("warm_up", False)),
         )
 
     @property
@@ -213,6 +218,7 @@ OUTBOX = CapturedTable(
     "TIMESTAMP; order_items, products, customer, employee, shipper and shipment stay JSON "
     "strings.",
     marts=("order_items",),
+    warm_up=True,
 )
 
 # Captured beside the outbox: a table needs its declaration and nothing else. Its phone numbers

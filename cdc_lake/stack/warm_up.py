@@ -36,7 +36,7 @@ from cdc_lake.lake.hudi import HudiTableConfig
 from cdc_lake.lake.raw_lines import RawSource
 from cdc_lake.lake.schema.columns import KIND_VALUES
 from cdc_lake.lake.tables import declared_columns, declared_schema
-from cdc_lake.source.captured import OUTBOX
+from cdc_lake.source.captured import TABLES, CapturedTable
 from cdc_lake.spark_apps.params import UpsertParams, UpsertReport
 
 PREFIX = "_warm_up/"
@@ -57,17 +57,27 @@ def jvm_seconds(spark: Any) -> dict[str, float]:
     return {"jit_s": mf.getCompilationMXBean().getTotalCompilationTime() / 1000, "gc_s": gc / 1000}
 
 
+def sample_table() -> CapturedTable | None:
+    """The table whose shape the warm-up writes: the first declared with ``warm_up``."""
+    return next((t for t in TABLES if t.warm_up), None)
+
+
 @functools.cache
-def blank_row() -> dict[str, Any]:
-    """Every column the table declares, at its kind's sample value."""
-    return {c.name: KIND_VALUES[c.kind] for c in declared_schema(OUTBOX).columns}
+def kinds(table: CapturedTable) -> dict[str, str]:
+    """Every column ``table`` declares (``sql/``, read once), and its kind."""
+    return {c.name: c.kind for c in declared_schema(table).columns}
 
 
-def event(order_id: int, n: int, partition: int, offset: int) -> dict[str, Any]:
-    """The warm-up's change number ``n``, to an order, in the raw line's shape: ``blank_row``,
-    then Debezium's and the sink's fields. Later changes have higher LSNs, so each round's win."""
-    return blank_row() | {
-        OUTBOX.key: order_id, "__deleted": "false", "__op": "u" if n >= ORDERS else "c",
+def event(table: CapturedTable, key: int, n: int, partition: int, offset: int) -> dict[str, Any]:
+    """The warm-up's change number ``n``, to the row ``key`` of ``table``, in the raw line's
+    shape: every declared column at its kind's sample value, the key's columns from ``key`` (a
+    number, or its text), then Debezium's and the sink's fields. Later changes have higher LSNs,
+    so each round's win."""
+    columns = kinds(table)
+    row = {name: KIND_VALUES[kind] for name, kind in columns.items()}
+    keys = {k: key if columns[k] == "int" else f"k{key}" for k in table.keys}
+    return row | keys | {
+        "__deleted": "false", "__op": "u" if n >= ORDERS else "c",
         "__lsn": 1_000_000 + n, "__source_ts_ms": 1_700_000_000_000 + n,
         "__kafka_topic": TOPIC, "__kafka_partition": partition, "__kafka_offset": offset,
     }  # fmt: skip
@@ -95,6 +105,9 @@ def run(
     Whatever happens, both ``_warm_up/`` prefixes are empty on the way out."""
     for bucket in (raw, lake):
         delete_prefix(s3, bucket, PREFIX)
+    table = sample_table()
+    if table is None:
+        return []
     source = RawSource(raw, PREFIX, TOPIC)
     offset = 0  # the raw lines' Kafka offsets, one partition; also the change's number
     previous: dict[str, Any] | None = None
@@ -106,19 +119,19 @@ def run(
             for size in [ORDERS] if r == 0 else [CHANGES] * FILES:
                 # Round 1 inserts every order; the later ones update orders spread over them.
                 lines = [
-                    json.dumps(event(n if r == 0 else n * 7919 % ORDERS, n, 0, n))
+                    json.dumps(event(table, n if r == 0 else n * 7919 % ORDERS, n, 0, n))
                     for n in range(offset, offset + size)
                 ]
                 key = source.layout.key(0, offset)
                 s3.put_object(Bucket=raw, Key=key, Body=("\n".join(lines) + "\n").encode())
                 offset += size
             params = UpsertParams(
-                captured=OUTBOX,
+                captured=table,
                 raw_bucket=raw,
                 raw_prefix=PREFIX,
                 topic=TOPIC,
                 table=HudiTableConfig(base_path=f"s3a://{lake}/{PREFIX}{TOPIC}"),
-                declared_columns=tuple(declared_columns(OUTBOX)),
+                declared_columns=tuple(declared_columns(table)),
                 previous_state=previous,
             )
             jit0, t0 = jvm_seconds(spark)["jit_s"], time.monotonic()
