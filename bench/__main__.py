@@ -14,7 +14,7 @@
     python -m bench --only cluster --reps 3  # a refresh on the standalone cluster vs the server
     python -m bench --only connect-iceberg  # Iceberg's Kafka Connect sink against cdc-lake
     python -m bench --only soak --soak-commits 2000  # a day of commits (hours; never by default)
-    python -m bench --only policy        # what hashed and excluded columns cost matches_source
+    python -m bench --only policy        # what column policies cost matches_source and the upsert
     python -m bench --only history       # what a history table costs a refresh
     python -m bench --only history --table-type MERGE_ON_READ  # ... written as MERGE_ON_READ
     python -m bench --only sasl --latency-duration 240  # latency with Kafka's SASL vs without
@@ -45,7 +45,7 @@ from bench.lag_cost import bench_lag_cost
 from bench.latency import Profile, bench_latency, default_profiles
 from bench.peers import bench_peers
 from bench.peers_large import DISTRIBUTIONS, LargeTable
-from bench.policy_cost import bench_policy_cost
+from bench.policy_cost import bench_field_policy_upsert, bench_policy_cost
 from bench.refresh_cost import bench_refresh_cost
 from bench.sasl_cost import bench_sasl_cost
 from bench.scale import bench_scale
@@ -161,7 +161,8 @@ def run(
         )
         report.add(*figures)
         report.sections.append(f"Soak samples:\n\n{samples_table(samples)}")
-    spark_users = ("incremental", "latency", "index", "empty", "refresh", "lag", "history")
+    spark_users = ("incremental", "latency", "index", "empty", "refresh", "lag", "history",
+                   "policy")  # fmt: skip
     own = spark is None and any(b in only for b in spark_users)
     if own:
         spark = build_spark_session(s, app_name="cdc-lake-bench")
@@ -191,6 +192,12 @@ def run(
                     *bench_history_cost(spark, client, s.raw_bucket, s.lake_bucket, rows,
                                         changes, 1 if smoke else max(reps, 5), say, history_type)
                 )  # fmt: skip
+        if "policy" in only:
+            orders, changes = (50, 10) if smoke else (20_000, 2_000)
+            report.add(
+                *bench_field_policy_upsert(spark, client, s.raw_bucket, s.lake_bucket, orders,
+                                           changes, 1 if smoke else max(reps, 5), say)
+            )  # fmt: skip
         if "empty" in only:
             # The Spark session above is the one the lazy local resource picks up.
             report.add(*bench_empty_run(stack, client, 50 if smoke else 2_000, reps, say))

@@ -188,14 +188,15 @@ def _redeliver(conf: dict[str, Any], topic: str, live: set[int], n: int) -> list
     return chosen
 
 
-def _source_rows(conn: Any) -> dict[int, int]:
-    """order_id -> the row hash of ``cdc_lake/lake/digest.py`` for every outbox row."""
+def _source_rows(conn: Any, salt: str) -> dict[int, int]:
+    """order_id -> the row hash of ``cdc_lake/lake/digest.py`` for every outbox row (its field
+    policies applied with the connector's ``salt``, as the topic holds the rows)."""
     # The digest's own canonical text and hash, per row instead of per bucket.
     from bench.synthetic import OUTBOX_SCHEMA
-    from cdc_lake.lake.digest import sql_row_hash
+    from cdc_lake.lake.digest import column_salt, sql_row_hash
 
     sql = f"SELECT order_id, {sql_row_hash(OUTBOX_SCHEMA)} FROM datalake.cdc_events"
-    with conn.cursor() as cur:
+    with column_salt(conn, salt, OUTBOX_SCHEMA), conn.cursor() as cur:
         cur.execute(sql)
         return {int(o): int(h) for o, h in cur.fetchall()}
 
@@ -390,7 +391,7 @@ def worker(cfg: dict[str, Any]) -> dict[str, Any]:
 
         conn = psycopg2.connect(s.pg_dsn(database=database))
         try:
-            source_rows = _source_rows(conn)
+            source_rows = _source_rows(conn, s.credentials.column_salt)
         finally:
             conn.close()
         redelivered = _redeliver(

@@ -49,7 +49,9 @@ Row hash
     - ``hashed`` (a column the source connector hashes, ``cdc_lake/lake/schema/policy.py``): the
       lake holds the hash, and PostgreSQL computes the same from the value, the lowercase hex of
       the SHA-256 of the salt's UTF-8 bytes then the value's. The salt reaches the query as a
-      session setting (``column_salt``), never in the query's text.
+      session setting (``column_salt``), never in the query's text. A jsonb column with field
+      policies (``<column>.<field>``): PostgreSQL applies them to the source's value first
+      (the excluded fields removed, the hashed ones' strings hashed), then prints it.
 
     PostgreSQL hashes ``convert_to(text, 'UTF8')``, so its database encoding does not matter;
     its ``extract(epoch ...)`` is numeric (14+), so microseconds are exact.
@@ -282,11 +284,43 @@ def spark_digests(
 # PostgreSQL
 
 
-def _sql_text(name: str, kind: str) -> str:
+def _sql_hash(text: str) -> str:
+    """The source connector's hash of a text expression, in PostgreSQL."""
+    salt = f"convert_to(current_setting('{SALT_SETTING}'), 'UTF8')"
+    return f"encode(sha256({salt} || convert_to({text}, 'UTF8')), 'hex')"
+
+
+def _sql_json(column: str, excluded: Sequence[str], hashed: Sequence[str]) -> str:
+    """A jsonb column's value under its field policies, as the source connector writes it: the
+    excluded fields removed, each hashed field holding a string replaced by its hash (a null or
+    absent one left as it is), and nothing done to a value that is not an object. jsonb prints
+    its keys in its own order whatever the construction, which is the order the connector kept
+    (``connectors/.../JsonFields.java``)."""
+    value = column
+    if excluded:
+        names = ", ".join(_sql_literal(f) for f in excluded)
+        value = f"({value} - ARRAY[{names}]::text[])"
+    for field in hashed:
+        f = _sql_literal(field)
+        hashed_value = f"jsonb_build_object({f}, {_sql_hash(f'{column} ->> {f}')})"
+        value = (
+            f"({value} || CASE WHEN jsonb_typeof({column} -> {f}) = 'string' "
+            f"THEN {hashed_value} ELSE '{{}}'::jsonb END)"
+        )
+    return f"CASE WHEN jsonb_typeof({column}) = 'object' THEN {value} ELSE {column} END"
+
+
+def _sql_literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _sql_text(name: str, kind: str, schema: LakeSchema | None = None) -> str:
     column = f'"{name}"'
     if kind == "hashed":
-        salt = f"convert_to(current_setting('{SALT_SETTING}'), 'UTF8')"
-        return f"encode(sha256({salt} || convert_to({column}::text, 'UTF8')), 'hex')"
+        return _sql_hash(f"{column}::text")
+    excluded, hashed = schema.field_policies(name) if schema is not None else ((), ())
+    if kind == "json" and (excluded or hashed):
+        return f"({_sql_json(column, excluded, hashed)})::text"
     if kind == "trimmed":
         return f"btrim({column}::text)"
     if kind == "date":
@@ -312,7 +346,7 @@ def _sql_field(name: str, text: str) -> str:
 def sql_row_hash(schema: LakeSchema) -> str:
     """The row hash as a PostgreSQL bigint expression over a source row's live columns."""
     text = "\n        || ".join(
-        _sql_field(name, _sql_text(name, kind)) for name, kind in _fields(schema)
+        _sql_field(name, _sql_text(name, kind, schema)) for name, kind in _fields(schema)
     )
     return (
         f"('x' || substr(md5(convert_to(\n           {text},\n        'UTF8')), 1, "
@@ -323,7 +357,7 @@ def sql_row_hash(schema: LakeSchema) -> str:
 def sql_field_hashes(schema: LakeSchema) -> str:
     """``spark_field_hashes`` in PostgreSQL, over a source row."""
     parts = ", ".join(
-        f"substr(md5(convert_to({_sql_field(name, _sql_text(name, kind))}, 'UTF8')), 1, "
+        f"substr(md5(convert_to({_sql_field(name, _sql_text(name, kind, schema))}, 'UTF8')), 1, "
         f"{FIELD_HEX_DIGITS})"
         for name, kind in _fields(schema)
     )
@@ -385,7 +419,7 @@ def column_salt(conn: Any, salt: str | None, schema: LakeSchema) -> Iterator[Non
     it runs, ``pg_stat_activity`` shows it to the same role and to ``pg_read_all_stats``, and
     ``log_statement = 'all'`` or pgaudit would log it (docs/column-policies.md). It is never in
     the digest's own query, which may be logged as slow."""
-    hashed = schema.hashed
+    hashed = (*schema.hashed, *schema.hashed_fields)
     if not hashed:
         yield
         return

@@ -172,7 +172,7 @@ def ingest_new_files(
     filled_in: DataFrame | None = None
     filled: DataFrame | None = None
     try:
-        batch = summarize(parsed, is_fresh, objects, start, schema.hashed)
+        batch = summarize(parsed, is_fresh, objects, start, schema)
         result.lines_skipped = batch.lines - batch.fresh
         result.offset_gaps = batch.gaps
         progress = batch.progress

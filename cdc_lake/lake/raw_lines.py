@@ -5,7 +5,6 @@ the refresh does with them: ``cdc_lake/lake/ingest.py``."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -143,8 +142,8 @@ class Batch:
     gaps: int
     unknown_fields: list[str]  # fields of fresh good lines that the schema does not know
     unknown_at: str | None  # the first line holding one: "<key> line <n>"
-    # The first fresh good line with a hashed column's value that is not a hash (written before
-    # the column's policy reached the source connector): "<key> line <n>", and the column.
+    # The first fresh good line that breaks a column policy (written before the policy reached
+    # the source connector): "<key> line <n>", and what it holds (``policy_breaches``).
     unhashed_at: tuple[str, str] | None = None
 
 
@@ -153,7 +152,7 @@ def summarize(
     is_fresh: Column,
     objects: list[RawObject],
     checkpoint: C.Checkpoint,
-    hashed: Sequence[str] = (),
+    schema: LakeSchema | None = None,
 ) -> Batch:
     """The batch's counts, snapshot end, and per partition the greatest offset read and the
     object holding it, plus the offsets missing between the checkpoint and that offset: one
@@ -166,13 +165,9 @@ def summarize(
     fresh = F.coalesce(is_fresh, F.lit(False))
     good = fresh & F.col("error").isNull()
     has_unknown = good & (F.size(T.UNKNOWN_FIELDS) > 0)
-    # A hashed column's value is the connector's hash (64 hex digits), null, or Debezium's
-    # placeholder; anything else is a plain value, which must not reach the lake.
     unhashed = F.lit(None).cast("string")
-    for name in reversed(hashed):
-        plain = F.col(name).isNotNull() & ~F.col(name).rlike(HASH_PATTERN)
-        plain = plain & (F.col(name) != F.lit(UNAVAILABLE_VALUE))
-        unhashed = F.when(plain, F.lit(name)).otherwise(unhashed)
+    for what, breaks in reversed(policy_breaches(schema) if schema is not None else []):
+        unhashed = F.when(breaks, F.lit(what)).otherwise(unhashed)
     has_unhashed = good & unhashed.isNotNull()
     offset = F.col("kafka_offset")
     # Among objects holding the same greatest offset, the earliest: listing resumes there.
@@ -250,15 +245,40 @@ def summarize(
     )
 
 
+def policy_breaches(schema: LakeSchema) -> list[tuple[str, Column]]:
+    """Per column policy, what a raw line breaking it holds, and the test of a line for it.
+
+    A hashed column's or field's value is the connector's hash (64 hex digits), null, or (a
+    column's) Debezium's placeholder; anything else is a plain value. An excluded field of a
+    jsonb column is absent from its object. (An excluded column is a field of the line that the
+    schema does not know: ``unknown_fields_message``.)"""
+    out: list[tuple[str, Column]] = []
+    for name in schema.hashed:
+        plain = F.col(name).isNotNull() & ~F.col(name).rlike(HASH_PATTERN)
+        plain = plain & (F.col(name) != F.lit(UNAVAILABLE_VALUE))
+        out.append((f"a plain value of {name}, which the declaration hashes", plain))
+    for c in schema.live:
+        excluded, hashed = schema.field_policies(c.name)
+        for field in hashed:
+            value = F.get_json_object(F.col(c.name), f"$.{field}")
+            plain = value.isNotNull() & ~value.rlike(HASH_PATTERN)
+            what = f"a plain value of {c.name}.{field}, which the declaration hashes"
+            out.append((what, plain))
+        for field in excluded:
+            held = F.array_contains(F.json_object_keys(F.col(c.name)), field)
+            what = f"the field {c.name}.{field}, which the declaration excludes"
+            out.append((what, F.coalesce(held, F.lit(False))))
+    return out
+
+
 def unhashed_message(batch: Batch, schema: LakeSchema, source: RawSource) -> str:
-    """A raw line holds a plain value in a hashed column: where, and the way forward."""
+    """A raw line breaks a column policy: where, what it holds, and the way forward."""
     assert batch.unhashed_at is not None
-    where, column = batch.unhashed_at
+    where, what = batch.unhashed_at
     key, _, line = where.partition(" line ")
     return (
-        f"{schema.table}: the raw line at {source.s3_uri(key)} line {line} holds a plain value "
-        f"of {column}, which the declaration hashes: it was written before the policy reached "
-        f"the source connector. {POLICY_WAY_FORWARD}"
+        f"{schema.table}: the raw line at {source.s3_uri(key)} line {line} holds {what}: it "
+        f"was written before the policy reached the source connector. {POLICY_WAY_FORWARD}"
     )
 
 

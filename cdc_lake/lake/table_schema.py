@@ -66,7 +66,9 @@ def lake_schema(
     lake_only = (*T.CDC_COLUMNS, *captured.lake_partition)
     lake_types = data_column_types(spark, table.base_path, lake_only) if exists else None
     schema = evolve(captured.source, captured.key, source_columns, lake_types, recorded)
-    schema = replace(schema, excluded=captured.exclude)
+    schema = replace(
+        schema, excluded=captured.exclude, hashed_fields=captured.hashed_fields
+    )
     return schema, to_backfill(lake_types, recorded, schema), not_in_table(lake_types, schema)
 
 

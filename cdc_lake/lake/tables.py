@@ -11,12 +11,11 @@ as the outbox's columns.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from functools import cache
 
 from cdc_lake import sql_dir
-from cdc_lake.lake.schema import LakeSchema, SourceColumn, columns_from_ddl, initial
-from cdc_lake.lake.schema.policy import captured_columns
+from cdc_lake.lake.schema import LakeSchema, SourceColumn, columns_from_ddl
+from cdc_lake.lake.schema.policy import captured_columns, captured_schema
 from cdc_lake.source.captured import CapturedTable
 
 
@@ -29,8 +28,7 @@ def declared_columns(table: CapturedTable) -> list[SourceColumn]:
 def declared_schema(table: CapturedTable) -> LakeSchema:
     """The lake schema of a new table of ``table`` with its ``sql/`` columns, under its column
     policies."""
-    columns = captured_columns(table, declared_columns(table))
-    return replace(initial(table.source, table.key, columns), excluded=table.exclude)
+    return captured_schema(table, captured_columns(table, declared_columns(table)))
 
 
 @cache

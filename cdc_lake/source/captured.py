@@ -18,6 +18,7 @@ To capture another table, add its declaration to ``TABLES`` (docs/adding-a-table
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
@@ -38,6 +39,16 @@ UNAVAILABLE_VALUE = "__debezium_unavailable_value"
 # previous one.
 ReplicaIdentity = Literal["full", "default"]
 REPLICA_IDENTITIES: tuple[ReplicaIdentity, ...] = get_args(ReplicaIdentity)
+
+
+# A policy on a top-level field of a jsonb column: "<column>.<field>".
+JSON_FIELD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\.[A-Za-z0-9_]+")
+
+
+def json_field(name: str) -> tuple[str, str] | None:
+    """A policy's name as (jsonb column, field) when it names a field, else None (a column)."""
+    column, dot, field = name.partition(".")
+    return (column, field) if dot else None
 
 
 def key_columns(key: str | Sequence[str]) -> tuple[str, ...]:
@@ -108,14 +119,33 @@ class CapturedTable:
                     f"{self.source}: {policy} is a tuple of column names, not {columns!r} "
                     "(cdc_lake/source/captured.py)"
                 )
+        for name in (*self.exclude, *self.hashed):
+            if "." in name and not JSON_FIELD.fullmatch(name):
+                raise ValueError(
+                    f"{self.source}.{name}: a field policy names <jsonb column>.<top-level "
+                    "field>, each of letters, digits and underscores (cdc_lake/source/captured.py)"
+                )
         both = set(self.exclude) & set(self.hashed)
         kept = set(self.keys) | {self.partition_from} - {""}
-        for column in sorted(both | (kept & (set(self.exclude) | set(self.hashed)))):
-            why = "both excluded and hashed" if column in both else "the key or a partition source"
+        whole = set(self.exclude) | set(self.hashed)
+        inside = self.json_columns & whole
+        for column in sorted(both | (kept & whole) | inside):
+            why = (
+                "both excluded and hashed" if column in both
+                else "the key or a partition source" if column in kept
+                else "a column with a policy of its own and one on a field of it"
+            )  # fmt: skip
             raise ValueError(
                 f"{self.source}.{column}: a column policy cannot apply here: it is {why} "
                 "(cdc_lake/source/captured.py)"
             )
+        for name in whole:
+            field = json_field(name)
+            if field and field[0] in kept:
+                raise ValueError(
+                    f"{self.source}.{name}: a field policy cannot apply to the key or a "
+                    "partition source (cdc_lake/source/captured.py)"
+                )
         if self.replica_identity not in REPLICA_IDENTITIES:
             raise ValueError(
                 f"{self.source}: replica_identity {self.replica_identity!r} is not one of "
@@ -180,6 +210,16 @@ class CapturedTable:
         return key_columns(self.key)
 
     @property
+    def json_columns(self) -> set[str]:
+        """The jsonb columns with field policies (``<column>.<field>`` in exclude or hashed)."""
+        return {n.partition(".")[0] for n in (*self.exclude, *self.hashed) if json_field(n)}
+
+    @property
+    def hashed_fields(self) -> tuple[str, ...]:
+        """The hashed fields of jsonb columns (``<column>.<field>``), of ``hashed``."""
+        return tuple(n for n in self.hashed if json_field(n))
+
+    @property
     def key_unique_check(self) -> str:
         """The check that the key is unique in the lake (evaluated by the upsert app)."""
         return f"{'_'.join(self.keys)}_unique"
@@ -216,8 +256,12 @@ OUTBOX = CapturedTable(
     description="The current state of every order, one row per order_id, upserted from the raw "
     "CDC files into an Apache Hudi table (COPY_ON_WRITE by default). Dates are DATE, updated_at "
     "TIMESTAMP; order_items, products, customer, employee, shipper and shipment stay JSON "
-    "strings.",
+    "strings, the customer's phone hashed and its fax left out (docs/column-policies.md).",
     marts=("order_items",),
+    # Each order carries its customer's row as JSON: the same personal data as the customers'
+    # own table, under the same policy.
+    hashed=("customer.phone",),
+    exclude=("customer.fax",),
     warm_up=True,
 )
 

@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from cdc_lake.source.captured import TABLES, UNAVAILABLE_VALUE, CapturedTable
+from cdc_lake.source.captured import TABLES, UNAVAILABLE_VALUE, CapturedTable, json_field
 from cdc_lake.source.database import PG_PORT, PUBLICATION
 
 PLACEHOLDER = re.compile(r"\{\{\s*([a-z0-9_]+)\s*\}\}")
@@ -68,13 +68,26 @@ def message_key_columns(tables: Sequence[CapturedTable]) -> str:
 def excluded_columns(tables: Sequence[CapturedTable]) -> str:
     """Debezium's ``column.exclude.list`` for ``tables``: a regular expression per excluded
     column (``CapturedTable.exclude``), matched against ``<schema>.<table>.<column>``."""
-    return ",".join(re.escape(f"{t.source}.{c}") for t in tables for c in t.exclude)
+    return ",".join(
+        re.escape(f"{t.source}.{c}") for t in tables for c in t.exclude if not json_field(c)
+    )
 
 
 def hashed_columns(tables: Sequence[CapturedTable]) -> str:
     """The ``HashColumns`` transform's ``columns``: ``<schema>.<table>.<column>`` per hashed
     column (``CapturedTable.hashed``)."""
-    return ",".join(f"{t.source}.{c}" for t in tables for c in t.hashed)
+    return ",".join(f"{t.source}.{c}" for t in tables for c in t.hashed if not json_field(c))
+
+
+def field_policies(tables: Sequence[CapturedTable], policy: str) -> str:
+    """The ``HashColumns`` transform's ``fields.hashed`` or ``fields.excluded`` (``policy``):
+    ``<schema>.<table>.<column>.<field>`` per declared field of a jsonb column."""
+    return ",".join(
+        f"{t.source}.{c}"
+        for t in tables
+        for c in (t.hashed if policy == "hashed" else t.exclude)
+        if json_field(c)
+    )
 
 
 def connector_names(topic_prefix: str) -> tuple[str, str]:
@@ -171,6 +184,8 @@ class CdcConnectorSettings:
                 "key_columns": message_key_columns(self.tables),
                 "excluded_columns": excluded_columns(self.tables),
                 "hashed_columns": hashed_columns(self.tables),
+                "hashed_fields": field_policies(self.tables, "hashed"),
+                "excluded_fields": field_policies(self.tables, "excluded"),
                 "column_salt": self.column_salt_ref,
                 "heartbeat_interval_ms": self.heartbeat_interval_ms,
                 "unavailable_value": UNAVAILABLE_VALUE,

@@ -30,6 +30,8 @@ def test_benchmarks_run_and_report(local_stack: LocalStack, spark, secret_env, t
     # Policy: both digests ran (over different columns, so they are not compared here).
     policy = {f.name: f for f in report.figures if f.benchmark == "policy"}
     assert policy["ratio with / without column policies"].value > 0
+    # ... and the upsert into a table with the outbox's field policies and one without.
+    assert policy["upsert ratio with / without field policies"].value > 0
     # History: the upsert and the history's build both ran.
     history = {f.name: f for f in report.figures if f.benchmark == "history"}
     assert history["ratio refresh with / without a history"].value > 1

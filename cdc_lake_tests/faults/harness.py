@@ -41,6 +41,7 @@ from cdc_lake.stack.services import Postgres
 from cdc_lake.streaming.connect_client import ConnectClient, ConnectError
 from cdc_lake.streaming.signals import request_snapshot
 from cdc_lake.streaming.topics import end_offsets, wait_for_consumer, wait_for_offsets
+from cdc_lake_tests.policies import as_lake_json
 from cdc_lake_tests.topic_reader import reader_conf
 
 # <prefix><topic>/partition=<p>/<topic>+<p>+<start offset, 20 digits>.jsonl
@@ -611,9 +612,15 @@ class FaultPipeline:
         for r in table.collect():
             lake.setdefault(int(r["order_id"]), []).append(tuple(r))
 
+        salt = self.stack.settings.credentials.column_salt
+
         def content(row: tuple, json_text: bool) -> tuple:
-            # customer_id, 3 dates, 6 JSON columns, updated_at
+            # customer_id, 3 dates, 6 JSON columns, updated_at; the source's JSON under the
+            # outbox's field policies (the customer's phone hashed, fax left out).
             docs = [json.loads(v) if json_text and v is not None else v for v in row[4:10]]
+            if not json_text:
+                pairs = zip(JSON_COLUMNS, docs, strict=True)
+                docs = [as_lake_json(OUTBOX, c, d, salt) for c, d in pairs]
             return (*row[0:4], *docs, row[10])
 
         stale = []

@@ -38,7 +38,6 @@ at the end every version is there, each closed at the source time of the change 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import secrets
 from collections.abc import Iterator
@@ -48,6 +47,7 @@ import dagster as dg
 import psycopg2
 import pytest
 from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 
 from cdc_lake.defs.keys import table_keys
 from cdc_lake.defs.lake.assets import hudi_table_asset, hudi_tables
@@ -64,13 +64,20 @@ from cdc_lake.lake.reconcile import write_source_keys
 from cdc_lake.lake.schema import columns_from_catalog
 from cdc_lake.lake.table_state import evaluate
 from cdc_lake.ops.repair import reconcile
-from cdc_lake.source.captured import CUSTOMERS, RESCAN_CHECK, UNAVAILABLE_VALUE, CapturedTable
+from cdc_lake.source.captured import (
+    CUSTOMERS,
+    OUTBOX,
+    RESCAN_CHECK,
+    UNAVAILABLE_VALUE,
+    CapturedTable,
+)
 from cdc_lake.spark_apps.params import HistoryReport
 from cdc_lake.stack import LocalStack
 from cdc_lake.streaming.connect_config import topic_name
 from cdc_lake.streaming.topics import wait_for_consumer
 from cdc_lake_tests.faults.harness import FaultPipeline
 from cdc_lake_tests.ingestion.helpers import raw_events
+from cdc_lake_tests.policies import hashed as connector_hash
 from cdc_lake_tests.topic_reader import read_all
 
 # A third table with a composite primary key, declared here only: nothing else names it.
@@ -152,8 +159,7 @@ def lake_customers(p: FaultPipeline, spark: SparkSession) -> dict[str, tuple]:
 
 def hashed(p: FaultPipeline, value: str | None) -> str | None:
     """A hashed column's value as the source connector writes it (connectors/ HashColumns)."""
-    salt = p.stack.settings.credentials.column_salt
-    return None if value is None else hashlib.sha256((salt + value).encode()).hexdigest()
+    return connector_hash(p.stack.settings.credentials.column_salt, value)
 
 
 def source_customers(p: FaultPipeline) -> dict[str, tuple]:
@@ -162,17 +168,22 @@ def source_customers(p: FaultPipeline) -> dict[str, tuple]:
     return {r[0]: (hashed(p, r[1]), r[2]) for r in rows}
 
 
-def plain_values_anywhere(p: FaultPipeline, values: list[str]) -> list[str]:
-    """Where any of ``values`` is found as it is: the customers topic's records, its raw files
-    and every file of the customers' Hudi table (data, logs and metadata)."""
-    topic = topic_name(p.cdc.topic_prefix, CUSTOMERS)
-    found = [f"topic record {r}" for r in read_all(p.reader_conf, topic)
-             if any(v in json.dumps(r) for v in values)]  # fmt: skip
-    places = (
-        (p.cdc.raw_bucket, f"{p.cdc.raw_prefix}{topic}/"),
-        # The lake table and its history table beside it.
-        (p.lake.lake_bucket, p.lake.table_prefix_of(CUSTOMERS)),
-    )
+def plain_values_anywhere(
+    p: FaultPipeline, values: list[str], tables: tuple[CapturedTable, ...] = (CUSTOMERS, OUTBOX)
+) -> list[str]:
+    """Where any of ``values`` is found as it is: the tables' topic records, their raw files
+    and every file of their Hudi tables (data, logs and metadata)."""
+    found: list[str] = []
+    places: list[tuple[str, str]] = []
+    for table in tables:
+        topic = topic_name(p.cdc.topic_prefix, table)
+        found += [f"topic record {r}" for r in read_all(p.reader_conf, topic)
+                  if any(v in json.dumps(r, ensure_ascii=False) for v in values)]  # fmt: skip
+        places += [
+            (p.cdc.raw_bucket, f"{p.cdc.raw_prefix}{topic}/"),
+            # The lake table and a history table beside it.
+            (p.lake.lake_bucket, p.lake.table_prefix_of(table)),
+        ]
     for bucket, prefix in places:
         for page in p.s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
             for obj in page.get("Contents", []):
@@ -320,6 +331,32 @@ def test_toasted_values_and_truncates_reach_the_lake(pipeline: FaultPipeline, sp
     assert "fax" not in events[-1] and events[-1]["phone"] == hashed(p, plain["default 3"])
     assert plain_values_anywhere(p, list(plain.values())) == []
     seen = plain_values_anywhere(p, [city])
+    assert any(w.startswith("topic record") for w in seen), seen
+    assert any(p.cdc.raw_bucket in w for w in seen), seen
+    assert any(p.lake.lake_bucket in w and w.endswith(".parquet") for w in seen), seen
+
+    # 2b. The outbox carries each order's customer row as JSON, under the same policy: its
+    # phone hashed (a value that JSON escapes), its fax left out, the rest as PostgreSQL
+    # prints it. A customer's change reaches the outbox with its orders' next change.
+    (buyer,) = sql(p, "SELECT customer_id FROM datalake.orders WHERE customer_id IS NOT NULL "
+                         "ORDER BY order_id LIMIT 1")[0]  # fmt: skip
+    outbox_tag = secrets.token_hex(4)
+    tricky = f'"q" \\ ü☎😀\t{outbox_tag}'  # phone is varchar(24)
+    control = f"town {secrets.token_hex(4)}"
+    sql(p, "UPDATE datalake.customers SET phone = %s, fax = %s, city = %s WHERE customer_id = %s",
+        args=(tricky, f"fax {outbox_tag}", control, buyer))  # fmt: skip
+    sql(p, "UPDATE datalake.orders SET freight = freight WHERE customer_id = %s", args=(buyer,))
+    caught_up(p)
+    p.refresh()
+    orders = read_table(spark, p.lake.table_path_of(OUTBOX)).where(
+        F.rtrim("customer_id") == buyer.strip()).select("customer").collect()  # fmt: skip
+    assert orders and all(json.loads(r[0])["phone"] == hashed(p, tricky) for r in orders)
+    assert all("fax" not in json.loads(r[0]) for r in orders)
+    assert all(json.loads(r[0])["city"] == control for r in orders)
+    diff = p.compare(spark)  # every order's JSON as the source's under the policies
+    assert diff.clean, diff.describe()
+    assert plain_values_anywhere(p, [outbox_tag], (OUTBOX,)) == []
+    seen = plain_values_anywhere(p, [control], (OUTBOX,))
     assert any(w.startswith("topic record") for w in seen), seen
     assert any(p.cdc.raw_bucket in w for w in seen), seen
     assert any(p.lake.lake_bucket in w and w.endswith(".parquet") for w in seen), seen

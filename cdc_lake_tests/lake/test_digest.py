@@ -32,6 +32,7 @@ from cdc_lake.lake.transforms import lake_columns
 from cdc_lake.resources.local import local_resources
 from cdc_lake.source.captured import OUTBOX
 from cdc_lake_tests.lake.test_pipeline import catch_up
+from cdc_lake_tests.policies import as_lake_json
 
 JSON_COLUMNS = ("order_items", "products", "customer", "employee", "shipper", "shipment")
 EMPTY = empty_digest(schema=OUTBOX_SCHEMA)  # the outbox's, as sql/ declares it
@@ -171,7 +172,9 @@ def test_spark_and_postgres_hash_edge_values_alike(ingested, pg, spark):
     lake_digest = spark_digest(lake, schema=OUTBOX_SCHEMA)
     assert len(lake_digest["digest"]) == len(EDGE_ROWS)
     assert lake_digest["digest"]["59"][0] == 1  # -5 mod 64, non-negative in both engines
-    source = source_digest(pg, table="digest_edge", schema=OUTBOX_SCHEMA)
+    # The outbox's field policies (the customer's phone and fax) leave these texts, which have
+    # neither field, byte for byte as they are.
+    source = source_digest(pg, table="digest_edge", schema=OUTBOX_SCHEMA, salt="s")
     diff = compare_digests(source, lake_digest)
     assert diff.equal, diff.details
 
@@ -286,6 +289,64 @@ def test_postgres_hashes_a_hashed_column_as_the_source_connector_does(pg, spark)
     assert compare_digests(source, spark_digest(plain, schema=schema)).content_buckets
     with pytest.raises(ValueError, match="phone are hashed .* CDC_LAKE_COLUMN_SALT"):
         source_digest(pg, table="digest_hashed", schema=schema)
+
+
+# Values of a jsonb column with field policies: escapes, non-ASCII, control characters, a
+# nested object and array beside, a null, a number, an absent field, and values that are no
+# object at all (left as they are).
+POLICY_DOCS = [
+    {"phone": 'say "hi" \\ Zürich ☎ 😀\t\u0001', "fax": "030-0076545", "city": "Berlin"},
+    {"fax": None, "phone": None, "n": [1, {"phone": "nested, kept"}], "z": {"fax": "kept"}},
+    {"phone": "", "fax": ""},
+    {"phone": "only"},
+    {"fax": 12, "city": "no phone"},
+    {},
+    [{"phone": "in an array, kept"}],
+    "a string",
+    None,
+]
+
+
+def test_postgres_applies_field_policies_as_the_source_connector_does(pg, spark):
+    """A jsonb column with field policies (``customer.phone`` hashed, ``customer.fax``
+    excluded): the lake holds PostgreSQL's print of the value with the fax left out and the
+    phone's string hashed, which the digest's SQL computes from the plain value."""
+    from dataclasses import replace
+
+    from cdc_lake.lake.schema import SourceColumn, captured_schema
+
+    table = replace(OUTBOX, source="digest_fields", key="id")
+    columns = [SourceColumn("id", "bigint", False), SourceColumn("customer", "jsonb")]
+    schema = captured_schema(table, columns)
+    assert schema.field_policies("customer") == (("fax",), ("phone",))
+    salt = "salt ünïcode " + uuid.uuid4().hex
+    with pg.cursor() as cur:
+        cur.execute("CREATE TEMP TABLE digest_fields (id bigint, customer jsonb)")
+        for i, doc in enumerate(POLICY_DOCS):
+            cur.execute("INSERT INTO digest_fields VALUES (%s, %s::jsonb)",
+                        (i, None if doc is None else json.dumps(doc)))  # fmt: skip
+        # What the lake holds: PostgreSQL's own print of the value the policies leave.
+        held = []
+        for i, doc in enumerate(POLICY_DOCS):
+            want = as_lake_json(table, "customer", doc, salt)
+            cur.execute("SELECT %s::jsonb::text", (None if want is None else json.dumps(want),))
+            held.append((i, cur.fetchone()[0]))
+    pg.commit()
+    assert "kept" in held[1][1] and "in an array, kept" in held[6][1] and "030" not in held[0][1]
+    lake = spark.createDataFrame(held, "id bigint, customer string")
+    source = source_digest(pg, table="digest_fields", schema=schema, salt=salt)
+    diff = compare_digests(source, spark_digest(lake, schema=schema))
+    assert diff.equal, diff.details
+    # Another salt, or the plain value (the fax kept, the phone plain), differ in content.
+    other = source_digest(pg, table="digest_fields", schema=schema, salt=salt + "x")
+    assert compare_digests(other, spark_digest(lake, schema=schema)).content_buckets == (0, 2, 3)
+    unpoliced = source_digest(pg, table="digest_fields", schema=replace(
+        schema, excluded=(), hashed_fields=()))  # fmt: skip
+    assert set(compare_digests(unpoliced, spark_digest(lake, schema=schema)).content_buckets) == {
+        0, 1, 2, 3, 4
+    }  # fmt: skip
+    with pytest.raises(ValueError, match="customer.phone are hashed .* CDC_LAKE_COLUMN_SALT"):
+        source_digest(pg, table="digest_fields", schema=schema)
 
 
 # timestamp without time zone at both of Debezium's precisions: before 1970, leap day,
@@ -439,20 +500,30 @@ def test_digest_matches_the_outbox_and_catches_a_stale_row(
     check = _checks(result)["matches_source"]
     assert check.passed, check.metadata
     lake_digest = _lake_digest(result)
-    source = source_digest(pg, schema=OUTBOX_SCHEMA)
+    salt = local_stack.settings.credentials.column_salt
+    source = source_digest(pg, schema=OUTBOX_SCHEMA, salt=salt)
     assert lake_digest == source and source["rows"] > 800
 
-    # The digest relies on the lake's JSON text being PostgreSQL's jsonb text, byte for byte.
+    # The digest relies on the lake's JSON text being PostgreSQL's jsonb text, byte for byte:
+    # the source's, or for the customer, PostgreSQL's print of the source's value under the
+    # field policies (its phone hashed, its fax left out).
     path = own["lake"].table_path_of(OUTBOX)
     table = read_table(spark, path)
     schema = latest_schema(spark, path)  # the copy's own: the rows written below record it
     assert schema is not None
     lake_rows = {r["order_id"]: r for r in table.collect()}
+    plain = [c for c in JSON_COLUMNS if c != "customer"]
     with pg.cursor() as cur:
-        cur.execute(f"SELECT order_id, {', '.join(f'{c}::text' for c in JSON_COLUMNS)} "
+        cur.execute(f"SELECT order_id, customer, {', '.join(f'{c}::text' for c in plain)} "
                     "FROM datalake.cdc_events")  # fmt: skip
-        for oid, *texts in cur.fetchall():
-            assert [lake_rows[oid][c] for c in JSON_COLUMNS] == texts, oid
+        for oid, customer, *texts in cur.fetchall():
+            assert [lake_rows[oid][c] for c in plain] == texts, oid
+            held = lake_rows[oid]["customer"]
+            assert json.loads(held) == as_lake_json(OUTBOX, "customer", customer, salt), oid
+            assert "fax" in customer and '"fax"' not in held
+        held = [r["customer"] for r in lake_rows.values()]
+        cur.execute("SELECT t = t::jsonb::text FROM unnest(%s::text[]) AS t", (held,))
+        assert all(same for (same,) in cur.fetchall())
 
     # Make one row stale: its shipped_date one day off, under the same key, ordered as newest.
     # Delete another from the lake only (missing), and add one the source never had (extra),
@@ -481,7 +552,7 @@ def test_digest_matches_the_outbox_and_catches_a_stale_row(
 
     result = dg.materialize([cdc_events_hudi, matches_source], resources=own, raise_on_error=False)
     lake_digest = _lake_digest(result)
-    diff = compare_digests(source_digest(pg, schema=OUTBOX_SCHEMA), lake_digest)
+    diff = compare_digests(source_digest(pg, schema=OUTBOX_SCHEMA, salt=salt), lake_digest)
     assert diff.content_buckets == (victim % BUCKETS,) and diff.key_buckets == (gone % BUCKETS,)
     assert lake_digest["rows"] == source["rows"]
     check = _checks(result)["matches_source"]

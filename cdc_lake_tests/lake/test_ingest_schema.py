@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import hashlib
+import json
 import socket
 
 import dagster as dg
@@ -325,3 +326,38 @@ def test_a_plain_value_in_a_hashed_column_stops_the_refresh(
     said = str(e.value)
     assert "line 2 holds a plain value of sales_channel" in said and "s3://" in said, said
     assert len(list(completed_commits(spark, table.base_path))) == commits
+
+
+def test_a_json_field_against_its_policy_stops_the_refresh(
+    spark: SparkSession, lake: SyntheticLake
+):
+    """The outbox's customer JSON (``customer.phone`` hashed, ``customer.fax`` excluded) takes
+    hashes, nulls and absent fields; a raw line with a plain phone there, or any fax field, was
+    written before the policy reached the connector: the refresh stops naming the object, the
+    line and the field, and commits nothing."""
+    assert OUTBOX.hashed_fields == ("customer.phone",) and "customer.fax" in OUTBOX.exclude
+    table = lake.table()
+    digest = hashlib.sha256(b"salt" + b"030-1").hexdigest()
+    lake.put([
+        event(1, 100, 1, customer=json.dumps({"customer_id": "A", "phone": digest})),
+        event(2, 100, 2, customer=json.dumps({"phone": None, "city": "Fax Town"})),
+        event(3, 100, 3, customer=json.dumps([{"fax": "in an array: not a field"}])),
+        event(4, 100, 4, customer=None),
+    ])  # fmt: skip
+    first = ingest_new_files(spark, lake.client, lake.source, table,
+                             source_columns=OUTBOX_COLUMNS, captured=OUTBOX)  # fmt: skip
+    assert first.schema is not None and first.schema.hashed_fields == ("customer.phone",)
+    assert "customer.fax" in first.schema.excluded
+    commits = len(list(completed_commits(spark, table.base_path)))
+    for customer, said in (
+        ({"phone": "030-1"}, "a plain value of customer.phone, which the declaration hashes"),
+        ({"fax": None, "phone": digest}, "the field customer.fax, which the declaration excludes"),
+    ):
+        # The same object each time (offsets 4 and 5), rewritten.
+        key = lake.put([event(5, 200, 5), event(1, 210, 6, customer=json.dumps(customer))],
+                       start=4)  # fmt: skip
+        with pytest.raises(SchemaChangeError) as e:
+            ingest_new_files(spark, lake.client, lake.source, table,
+                             source_columns=OUTBOX_COLUMNS, captured=OUTBOX)  # fmt: skip
+        assert f"{key} line 2 holds {said}" in str(e.value), str(e.value)
+        assert len(list(completed_commits(spark, table.base_path))) == commits

@@ -107,14 +107,21 @@ def test_column_policies_reach_the_source_connector(settings: CdcConnectorSettin
     assert cfg["transforms.hash.type"] == "io.cdclake.connect.HashColumns"
     assert cfg["transforms.hash.columns"] == "datalake.customers.phone"
     assert cfg["transforms.hash.salt.secret"] == "${env:CDC_LAKE_COLUMN_SALT}"
+    # Fields of jsonb columns: in the same transform, never in Debezium's column list.
+    assert cfg["transforms.hash.fields.hashed"] == "datalake.cdc_events.customer.phone"
+    assert cfg["transforms.hash.fields.excluded"] == "datalake.cdc_events.customer.fax"
     people = CapturedTable(
-        source="datalake.people", key="id", ddl_file="", exclude=("a.b", "c"), hashed=("d",)
-    )
-    plain = replace(settings, tables=(OUTBOX,)).debezium()
+        source="datalake.people", key="id", ddl_file="", exclude=("a$b", "c", "e.f"),
+        hashed=("d", "e.g"),
+    )  # fmt: skip
+    plain = replace(settings, tables=(replace(OUTBOX, exclude=(), hashed=()),)).debezium()
     assert "column.exclude.list" not in plain and plain["transforms.hash.columns"] == ""
-    cfg = replace(settings, tables=(OUTBOX, people)).debezium()
-    assert cfg["column.exclude.list"] == r"datalake\.people\.a\.b,datalake\.people\.c"
+    assert plain["transforms.hash.fields.hashed"] == plain["transforms.hash.fields.excluded"] == ""
+    cfg = replace(settings, tables=(people,)).debezium()
+    assert cfg["column.exclude.list"] == r"datalake\.people\.a\$b,datalake\.people\.c"
     assert cfg["transforms.hash.columns"] == "datalake.people.d"
+    assert cfg["transforms.hash.fields.hashed"] == "datalake.people.e.g"
+    assert cfg["transforms.hash.fields.excluded"] == "datalake.people.e.f"
 
 
 def test_a_policy_cannot_cover_the_key_or_both_ways():

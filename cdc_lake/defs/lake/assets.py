@@ -55,10 +55,9 @@ from cdc_lake.lake.schema import (
     SchemaChangeError,
     SourceColumn,
     captured_columns,
-    catalog_columns,
+    catalog_schema,
     columns_from_catalog,
     describe_change,
-    initial,
 )
 from cdc_lake.lake.timeline import instant_time, newest_commit_instant
 from cdc_lake.raw.objects import RawLayout
@@ -218,7 +217,7 @@ def _with_source_keys(
     key = f"{lake.table_prefix_of(k.table)}_reconcile/{context.run.run_id}.keys"
     conn = postgres.connect()
     try:
-        schema = initial(k.table.source, k.table.key, catalog_columns(conn, k.table))
+        schema = catalog_schema(conn, k.table)
         keys, n = write_source_keys(
             conn, s3.get_client(), lake.lake_bucket, key, lake.uri(key), schema
         )

@@ -31,7 +31,7 @@ from cdc_lake.defs.keys import KEYS, TableKeys
 from cdc_lake.lake.checkpoint import Checkpoint, is_legacy, pending
 from cdc_lake.lake.diff import RowDifferences, buckets_to_read, describe, write_source_rows
 from cdc_lake.lake.digest import BUCKETS, VERSION, compare_digests, source_digest
-from cdc_lake.lake.schema import LakeSchema, catalog_columns, compare, initial
+from cdc_lake.lake.schema import LakeSchema, catalog_columns, catalog_schema, compare
 from cdc_lake.raw.objects import RawLayout
 from cdc_lake.resources.lake import LakeResource
 from cdc_lake.resources.source import PostgresResource
@@ -147,7 +147,7 @@ def lake_checks(k: TableKeys) -> list[dg.AssetChecksDefinition]:
         conn = postgres.connect()
         try:
             table = k.table
-            columns = initial(table.source, table.key, catalog_columns(conn, table))
+            columns = catalog_schema(conn, table)
             if columns.digest_signature() != lake_digest.get("columns"):
                 added = sorted(
                     set(columns.digest_signature()) - set(lake_digest.get("columns", []))

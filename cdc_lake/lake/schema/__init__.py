@@ -51,7 +51,13 @@ from cdc_lake.lake.schema.evolution import (
     to_backfill,
 )
 from cdc_lake.lake.schema.model import SCHEMA_KEY, LakeSchema, schema_json
-from cdc_lake.lake.schema.policy import captured_columns, catalog_columns, check_policy
+from cdc_lake.lake.schema.policy import (
+    captured_columns,
+    captured_schema,
+    catalog_columns,
+    catalog_schema,
+    check_policy,
+)
 from cdc_lake.lake.schema.source import columns_from_catalog, columns_from_ddl
 from cdc_lake.lake.schema.spark_types import raw_missing_value, spark_type
 
@@ -70,7 +76,9 @@ __all__ = [
     "SourceColumn",
     "UnsupportedColumnError",
     "captured_columns",
+    "captured_schema",
     "catalog_columns",
+    "catalog_schema",
     "check_policy",
     "columns_from_catalog",
     "columns_from_ddl",

@@ -35,6 +35,11 @@ class LakeSchema:
     # written: a column excluded later, or no longer, is a policy change
     # (``cdc_lake/lake/schema/policy.py``).
     excluded: tuple[str, ...] = ()
+    # The fields of jsonb columns the source connector hashes (``<column>.<field>``, from
+    # CapturedTable.hashed); excluded fields are in ``excluded``. Both change a JSON column's
+    # text as the lake holds it, which the digest applies to the source's
+    # (``cdc_lake/lake/digest.py``).
+    hashed_fields: tuple[str, ...] = ()
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -49,6 +54,15 @@ class LakeSchema:
     def hashed(self) -> tuple[str, ...]:
         """The live columns the source connector hashes (``cdc_lake/lake/schema/policy.py``)."""
         return tuple(c.name for c in self.live if c.kind == "hashed")
+
+    def field_policies(self, column: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """The (excluded, hashed) fields of the jsonb column ``column``: none for most."""
+
+        def of(names: tuple[str, ...]) -> tuple[str, ...]:
+            return tuple(sorted(f for c, _, f in (n.partition(".") for n in names)
+                                if f and c == column))  # fmt: skip
+
+        return of(self.excluded), of(self.hashed_fields)
 
     @property
     def dropped(self) -> tuple[str, ...]:
@@ -78,6 +92,7 @@ class LakeSchema:
                 for c in self.columns
             ],
             **({"excluded": list(self.excluded)} if self.excluded else {}),
+            **({"hashed_fields": list(self.hashed_fields)} if self.hashed_fields else {}),
         }
 
     @classmethod
@@ -97,6 +112,7 @@ class LakeSchema:
                 for c in data["columns"]
             ),
             excluded=tuple(str(c) for c in data.get("excluded", ())),
+            hashed_fields=tuple(str(c) for c in data.get("hashed_fields", ())),
         )
 
     # Spark

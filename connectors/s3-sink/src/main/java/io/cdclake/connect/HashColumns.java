@@ -42,10 +42,17 @@ import org.apache.kafka.connect.transforms.Transformation;
  * Debezium's placeholder for a value the WAL did not carry ({@code unavailable.value}), which
  * the lake fills in from the key's previous, already hashed, value. A hashed column whose value
  * is not text stops the task, naming the column: nothing is produced for it.
+ *
+ * <p>Field policies ({@code fields.hashed}, {@code fields.excluded}) apply the same to a
+ * top-level field of a jsonb column, which Debezium sends as its text: the field's string value
+ * is hashed the same way, or the field is left out, and the rest of the text is kept as it is
+ * ({@link JsonFields}). Debezium's {@code column.exclude.list} works on whole columns only.
  */
 public class HashColumns<R extends ConnectRecord<R>> implements Transformation<R> {
 
     static final String COLUMNS = "columns";
+    static final String FIELDS_HASHED = "fields.hashed";
+    static final String FIELDS_EXCLUDED = "fields.excluded";
     // Named so that Debezium masks it where it logs its task's resolved config (keys ending in
     // "secret" or "password"); Connect hides it as a PASSWORD everywhere else.
     static final String SALT = "salt.secret";
@@ -54,6 +61,12 @@ public class HashColumns<R extends ConnectRecord<R>> implements Transformation<R
     static final ConfigDef CONFIG = new ConfigDef()
             .define(COLUMNS, ConfigDef.Type.LIST, List.of(), ConfigDef.Importance.HIGH,
                     "The columns to hash, each <schema>.<table>.<column>.")
+            .define(FIELDS_HASHED, ConfigDef.Type.LIST, List.of(), ConfigDef.Importance.HIGH,
+                    "Top-level fields of JSON columns to hash, each "
+                    + "<schema>.<table>.<column>.<field>.")
+            .define(FIELDS_EXCLUDED, ConfigDef.Type.LIST, List.of(), ConfigDef.Importance.HIGH,
+                    "Top-level fields of JSON columns to leave out, each "
+                    + "<schema>.<table>.<column>.<field>.")
             .define(SALT, ConfigDef.Type.PASSWORD, new Password(""), ConfigDef.Importance.HIGH,
                     "The salt: a config provider reference, never the value itself.")
             .define(UNAVAILABLE, ConfigDef.Type.STRING, "__debezium_unavailable_value",
@@ -61,6 +74,9 @@ public class HashColumns<R extends ConnectRecord<R>> implements Transformation<R
                     "Debezium's unavailable.value.placeholder, passed on unhashed.");
 
     private final Map<String, Set<String>> byTable = new HashMap<>();
+    // Per table, per JSON column: its fields to hash and to leave out.
+    private final Map<String, Map<String, Set<String>>> hashedFields = new HashMap<>();
+    private final Map<String, Map<String, Set<String>>> excludedFields = new HashMap<>();
     private byte[] salt = new byte[0];
     private String unavailable = "";
 
@@ -77,8 +93,13 @@ public class HashColumns<R extends ConnectRecord<R>> implements Transformation<R
             byTable.computeIfAbsent(column.substring(0, dot), t -> new HashSet<>())
                     .add(column.substring(dot + 1));
         }
+        hashedFields.clear();
+        excludedFields.clear();
+        fields(config.getList(FIELDS_HASHED), FIELDS_HASHED, hashedFields);
+        fields(config.getList(FIELDS_EXCLUDED), FIELDS_EXCLUDED, excludedFields);
         String value = config.getPassword(SALT).value();
-        if (!byTable.isEmpty() && (value.isEmpty() || value.startsWith("${"))) {
+        boolean hashes = !byTable.isEmpty() || !hashedFields.isEmpty();
+        if (hashes && (value.isEmpty() || value.startsWith("${"))) {
             // The reference did not resolve (the worker's provider lacks the variable or the
             // secret's key): hashing with an empty salt would make the hashes guessable.
             throw new ConfigException(SALT, "[hidden]",
@@ -88,9 +109,23 @@ public class HashColumns<R extends ConnectRecord<R>> implements Transformation<R
         unavailable = config.getString(UNAVAILABLE);
     }
 
+    private static void fields(List<String> names, String setting,
+                               Map<String, Map<String, Set<String>>> into) {
+        for (String name : names) {
+            String[] parts = name.split("\\.", -1);
+            if (parts.length != 4 || List.of(parts).contains("")) {
+                throw new ConfigException(setting, name,
+                        "a field policy is named <schema>.<table>.<column>.<field>");
+            }
+            into.computeIfAbsent(parts[0] + "." + parts[1], t -> new HashMap<>())
+                    .computeIfAbsent(parts[2], c -> new HashSet<>()).add(parts[3]);
+        }
+    }
+
     @Override
     public R apply(R record) {
-        if (byTable.isEmpty() || !(record.value() instanceof Struct value)
+        boolean none = byTable.isEmpty() && hashedFields.isEmpty() && excludedFields.isEmpty();
+        if (none || !(record.value() instanceof Struct value)
                 || !isEnvelope(value.schema())) {
             return record;
         }
@@ -100,24 +135,41 @@ public class HashColumns<R extends ConnectRecord<R>> implements Transformation<R
         }
         String table = source.schema().field("schema") == null ? null
                 : source.getString("schema") + "." + source.getString("table");
-        Set<String> hashed = byTable.get(table);
-        if (hashed == null) {
+        Set<String> hashed = byTable.getOrDefault(table, Set.of());
+        Map<String, Set<String>> jsonHashed = hashedFields.getOrDefault(table, Map.of());
+        Map<String, Set<String>> jsonExcluded = excludedFields.getOrDefault(table, Map.of());
+        if (hashed.isEmpty() && jsonHashed.isEmpty() && jsonExcluded.isEmpty()) {
             return record;
         }
         Struct out = new Struct(value.schema());
         for (Field f : value.schema().fields()) {
             Object v = value.get(f);
             boolean image = f.name().equals("before") || f.name().equals("after");
-            out.put(f, image && v instanceof Struct row ? hashRow(row, hashed, table) : v);
+            out.put(f, image && v instanceof Struct row
+                    ? hashRow(row, hashed, jsonHashed, jsonExcluded, table) : v);
         }
         return record.newRecord(record.topic(), record.kafkaPartition(), record.keySchema(),
                 record.key(), record.valueSchema(), out, record.timestamp(), record.headers());
     }
 
-    private Struct hashRow(Struct row, Set<String> hashed, String table) {
+    private Struct hashRow(Struct row, Set<String> hashed, Map<String, Set<String>> jsonHashed,
+                           Map<String, Set<String>> jsonExcluded, String table) {
         Struct out = new Struct(row.schema());
         for (Field f : row.schema().fields()) {
             Object v = row.get(f);
+            boolean json = jsonHashed.containsKey(f.name()) || jsonExcluded.containsKey(f.name());
+            if (v != null && json) {
+                String where = table + "." + f.name();
+                if (!(v instanceof String text)) {
+                    throw new DataException(where + " has a field policy, but Debezium sends it "
+                            + "as " + f.schema().type() + ": only jsonb columns can have one "
+                            + "(cdc_lake/source/captured.py)");
+                }
+                if (!unavailable.equals(text)) {
+                    v = JsonFields.apply(text, jsonHashed.getOrDefault(f.name(), Set.of()),
+                            jsonExcluded.getOrDefault(f.name(), Set.of()), this::hash, where);
+                }
+            }
             if (v != null && hashed.contains(f.name())) {
                 if (f.schema().type() != Schema.Type.STRING) {
                     throw new DataException(table + "." + f.name() + " is declared hashed, but "
