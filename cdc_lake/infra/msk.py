@@ -90,7 +90,7 @@ def connect_role(
     settings: InfraSettings,
     cluster: msk.CfnCluster,
     raw: s3.IBucket,
-    replication_secret: sm.Secret,
+    secrets: tuple[sm.Secret, ...],
 ) -> tuple[iam.Role, logs.LogGroup]:
     s = settings
     role = iam.Role(
@@ -125,7 +125,7 @@ def connect_role(
         iam.PolicyStatement(actions=["s3:ListBucket"], resources=[raw.bucket_arn]),
         iam.PolicyStatement(
             actions=["secretsmanager:GetSecretValue"],
-            resources=[replication_secret.secret_arn],
+            resources=[secret.secret_arn for secret in secrets],
         ),
     ]
     for statement in statements:

@@ -41,6 +41,7 @@ class InfraSettings:
     raw_prefix: str = CdcConnectorSettings.raw_prefix  # ends with "/"
     glue_database: str = GLUE_DATABASE
     replication_secret_name: str = MskConnectSettings.db_secret
+    column_salt_secret_name: str = MskConnectSettings.salt_secret
     # Who may assume the Dagster role: a service ("ecs-tasks.amazonaws.com" for an ECS task
     # role, "ec2.amazonaws.com" for an instance profile), an account id, or an ARN.
     dagster_principal: str = "ecs-tasks.amazonaws.com"

@@ -8,6 +8,8 @@ What it declares:
   replication (``rds.logical_replication``, slots and senders, ``wal_sender_timeout=0``,
   ``max_slot_wal_keep_size``), its admin secret, and the replication role's secret
   (``{"password": ...}``) that MSK Connect reads; the roles themselves are made by ``sql/``;
+- the salt of hashed columns and fields, generated into a secret of its own
+  (``{"column_salt": ...}``), which MSK Connect and Dagster read;
 - MSK with IAM auth, TLS, broker logs, and no topic auto-creation;
 - the MSK Connect service execution role with exactly the permissions ``docs/deploy.md`` lists,
   and its log group (plugins and connectors stay with ``cdc-lake msk deploy``);
@@ -29,7 +31,8 @@ The stack class assembles the parts, each built in a module of its own: the choi
 names they share (``settings.py``), networking (``network.py``), the buckets and the source
 database (``storage.py``), MSK and MSK Connect (``msk.py``), EMR (``emr.py``), the Dagster
 role (``dagster_role.py``) and the principals the roles trust (``principals.py``); the
-replication secret, the Glue database, the outputs and the cdk-nag suppressions are here.
+replication and salt secrets, the Glue database, the outputs and the cdk-nag suppressions are
+here.
 """
 
 from __future__ import annotations
@@ -48,6 +51,7 @@ from cdc_lake.infra.network import network, security_group
 from cdc_lake.infra.outputs import OUTPUT_PREFIX
 from cdc_lake.infra.settings import EMR_LOG_PREFIX, MSK_IAM_PORT, PG_PORT, InfraSettings
 from cdc_lake.infra.storage import bucket, database
+from cdc_lake.streaming.msk.settings import SALT_KEY
 
 
 class CdcLakeStack(cdk.Stack):
@@ -89,10 +93,24 @@ class CdcLakeStack(cdk.Stack):
                 exclude_punctuation=True,
             ),
         )
+        # The salt of hashed columns and fields, generated here, never seen by anyone: the
+        # connector hashes with it, and matches_source (CDC_LAKE_COLUMN_SALT) computes the same.
+        self.salt_secret = sm.Secret(
+            self,
+            "ColumnSaltSecret",
+            secret_name=s.column_salt_secret_name,
+            description="the salt of hashed columns, read by MSK Connect and Dagster",
+            generate_secret_string=sm.SecretStringGenerator(
+                secret_string_template="{}",
+                generate_string_key=SALT_KEY,
+                exclude_punctuation=True,
+                password_length=48,
+            ),
+        )
         self.db_host, self.db_admin_secret = database(self, s, self.vpc, private, self.db_sg)
         self.cluster = msk_cluster(self, s, self.vpc, self.msk_sg)
         self.connect_role, self.connect_logs = connect_role(
-            self, s, self.cluster, self.raw, self.replication_secret
+            self, s, self.cluster, self.raw, (self.replication_secret, self.salt_secret)
         )
         self.glue_db = glue.CfnDatabase(
             self,
@@ -122,6 +140,7 @@ class CdcLakeStack(cdk.Stack):
             "CDC_LAKE_PG_PORT": str(PG_PORT),
             "CDC_LAKE_PG_DATABASE": s.db_name,
             "CDC_LAKE_REPLICATION_SECRET": self.replication_secret.secret_name,
+            "CDC_LAKE_COLUMN_SALT_SECRET": self.salt_secret.secret_name,
             "CDC_LAKE_RAW_BUCKET": self.raw.bucket_name,
             "CDC_LAKE_RAW_PREFIX": s.raw_prefix,
             "CDC_LAKE_LAKE_BUCKET": self.lake.bucket_name,
@@ -179,6 +198,9 @@ class CdcLakeStack(cdk.Stack):
                 "Rotation would change the password under a running connector, which reads "
                 "it once at start; rotate by hand, then restart the connector.",
             )
+        keep(self.salt_secret, "AwsSolutions-SMG4",
+             "A new salt changes every hash: the lake's hashed values would no longer match new "
+             "ones. It changes only with a new lake table (docs/column-policies.md).")  # fmt: skip
         keep(self.connect_role, "AwsSolutions-IAM5",
              "Scoped to the pipeline's topics (<prefix>.datalake.*), Connect's internal topics "
              "and groups (connect-*), and the raw prefix: names the connectors create at run "

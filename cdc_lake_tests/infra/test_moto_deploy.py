@@ -146,7 +146,8 @@ def deploy(template: dict[str, Any], aws: dict[str, Any]) -> dict[str, str]:
             generate = props["GenerateSecretString"]
             value = json.loads(generate["SecretStringTemplate"])
             value[generate["GenerateStringKey"]] = "".join(
-                secrets.choice(string.ascii_letters + string.digits) for _ in range(32)
+                secrets.choice(string.ascii_letters + string.digits)
+                for _ in range(generate.get("PasswordLength", 32))
             )
             name = props.get("Name", f"{stack}/{logical_id}")  # the admin's: a generated name
             sm = aws["secretsmanager"]
@@ -172,6 +173,7 @@ NOT_DEPLOYED = {
     "CDC_LAKE_KAFKA_BOOTSTRAP": "b-1.msk:9098", "CDC_LAKE_MSK_SUBNETS": "subnet-a",
     "CDC_LAKE_MSK_SECURITY_GROUPS": "sg-a",
     "CDC_LAKE_REPLICATION_SECRET": "cdc-lake/replication",
+    "CDC_LAKE_COLUMN_SALT_SECRET": "cdc-lake/column-salt",
 }  # fmt: skip
 
 
@@ -218,6 +220,12 @@ def test_the_stack_deployed_to_moto_gives_the_prod_settings_and_resources(
     assert settings.msk is not None
     secret = aws["secretsmanager"].get_secret_value(SecretId=settings.msk.db_secret)
     assert set(json.loads(secret["SecretString"])) == {settings.msk.db_secret_key}
+    # The salt of hashed columns: generated, in the secret the connector's reference names.
+    assert settings.msk.salt_secret == env["CDC_LAKE_COLUMN_SALT_SECRET"]
+    salt = aws["secretsmanager"].get_secret_value(SecretId=settings.msk.salt_secret)
+    (value,) = json.loads(salt["SecretString"]).values()
+    assert set(json.loads(salt["SecretString"])) == {"column_salt"} and len(value) >= 32
+    assert settings.msk.salt_secret in resources["cdc"].column_salt_ref
     # The application the settings name is the one made from the template.
     app = aws["emr-serverless"].get_application(applicationId=settings.spark["application_id"])
     assert app["application"]["name"].endswith("-spark")

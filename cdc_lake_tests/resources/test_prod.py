@@ -120,7 +120,7 @@ def test_prod_resources_point_at_aws_and_hold_no_secret():
     assert old["hoodie.datasource.write.partitionpath.field"] == "order_year"
     assert lake.table_config(OUTBOX).laid_out_as(None) == lake.table_config(OUTBOX)
     assert r["cdc"].replication_password_ref == "${secretsmanager:cdc-lake/replication:password}"
-    assert r["cdc"].column_salt_ref == "${secretsmanager:cdc-lake/replication:column_salt}"
+    assert r["cdc"].column_salt_ref == "${secretsmanager:cdc-lake/column-salt:column_salt}"
     assert r["postgres"].column_salt == "CDC_LAKE_COLUMN_SALT"  # an EnvVar: the name only
     # The password is an EnvVar, resolved at run time; no value is in the resource config.
     assert isinstance(r["postgres"].password, dg.EnvVar)

@@ -42,6 +42,7 @@ ENV_VARS: tuple[tuple[str, tuple[str, ...], bool], ...] = (
     ("plugin_bucket", ("CDC_LAKE_MSK_PLUGIN_BUCKET",), True),
     ("db_secret", ("CDC_LAKE_REPLICATION_SECRET",), False),
     ("db_secret_key", ("CDC_LAKE_REPLICATION_SECRET_KEY",), False),
+    ("salt_secret", ("CDC_LAKE_COLUMN_SALT_SECRET",), False),
     ("secrets_region", ("CDC_LAKE_MSK_SECRETS_REGION",), False),
     ("plugin_prefix", ("CDC_LAKE_MSK_PLUGIN_PREFIX",), False),
     ("log_group", ("CDC_LAKE_MSK_LOG_GROUP",), False),
@@ -55,6 +56,7 @@ ENV_VARS: tuple[tuple[str, tuple[str, ...], bool], ...] = (
     ("topic_replication_factor", ("CDC_LAKE_MSK_TOPIC_REPLICATION",), False),
     ("name_prefix", ("CDC_LAKE_MSK_NAME_PREFIX",), False),
 )
+SALT_KEY = "column_salt"  # the salt secret's JSON key
 LIST_FIELDS = {"subnet_ids", "security_group_ids"}
 INT_FIELDS = {
     "mcu_count",
@@ -82,6 +84,9 @@ class MskConnectSettings:
     # Secrets Manager secret (name or ARN) whose JSON holds the replication password.
     db_secret: str = "cdc-lake/replication"
     db_secret_key: str = "password"
+    # Secrets Manager secret (name or ARN) whose JSON key ``column_salt`` holds the salt of
+    # hashed columns and fields (docs/column-policies.md); the CDK app generates it.
+    salt_secret: str = "cdc-lake/column-salt"
     plugin_prefix: str = "msk-connect/plugins"
     secrets_region: str | None = None  # of the secret; default: region
     log_group: str | None = None  # CloudWatch Logs group for worker logs
@@ -197,8 +202,8 @@ class MskConnectSettings:
 
     @property
     def column_salt_ref(self) -> str:
-        """The salt of hashed columns: the key ``column_salt`` of the same secret."""
-        return secrets_manager_ref(self.db_secret, "column_salt")
+        """The salt of hashed columns: the key ``column_salt`` of its own secret."""
+        return secrets_manager_ref(self.salt_secret, SALT_KEY)
 
     def kafka_cluster(self) -> dict[str, Any]:
         vpc: dict[str, Any] = {"subnets": list(self.subnet_ids)}

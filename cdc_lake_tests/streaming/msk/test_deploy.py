@@ -63,7 +63,7 @@ def test_first_deploy_creates_plugins_worker_config_and_connectors(
     # The rendered Debezium config carries only a reference to the password.
     assert source_config["database.password"] == PASSWORD_REF
     assert source_config["transforms.hash.salt.secret"] == (
-        "${secretsmanager:cdc-lake/replication:column_salt}"
+        "${secretsmanager:cdc-lake/column-salt:column_salt}"
     )
     assert "aws.access.key.id" not in sink_config and "aws.s3.endpoint" not in sink_config
     stub_new_plugin(stub, dbz)
