@@ -23,7 +23,7 @@ A request without it gets 401 and nothing else.
 Ordering: one app at a time (a lock: Hudi takes one writer per table); a request that arrives
 while another runs waits for it. A client that gives up does not stop its app. Right after the
 session is up, a warm-up runs the upsert app on a throwaway table of its own (in the stack's
-S3 under ``_warm_up/``, never the lake's tables), each round under the same lock, until the
+S3, in buckets of its own, never the lake's), each round under the same lock, until the
 JIT is quiet or an app is asked for, so a user's first apps cost what later ones do
 (``cdc_lake/stack/warm_up.py``); ``/health`` then gives its rounds and seconds as ``warm_up``.
 
@@ -257,7 +257,7 @@ def warm_up(server: _Server, settings: StackSettings) -> None:
     shutil.rmtree(settings.data_dir(SERVICE) / "warm-up", ignore_errors=True)
     t0 = time.monotonic()
     try:
-        raw, lake = settings.raw_bucket, settings.lake_bucket
+        raw, lake = settings.warm_up_buckets  # its own: never the lake's
         rounds = W.run(server.spark, server.s3, raw, lake, app, _say, lambda: server.asked > 0)
         jit = sum(r["jit_s"] for r in rounds)
         server.warm_up = {"rounds": len(rounds), "seconds": round(time.monotonic() - t0, 1)}

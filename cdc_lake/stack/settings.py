@@ -171,6 +171,10 @@ class StackSettings:
     kafka_tester_user: str = "tester"
     raw_bucket: str = "cdc-raw"
     lake_bucket: str = "cdc-lake"
+    # The lake server's warm-up writes its raw files and its throwaway table here, and deletes
+    # what it wrote: buckets of its own, which no prefix a user sets can reach
+    # (cdc_lake/stack/warm_up.py).
+    warm_up_buckets: tuple[str, str] = ("cdc-warm-up-raw", "cdc-warm-up-lake")
     region: str = CdcConnectorSettings.region  # declared once, with the connectors' settings
     # PostgreSQL's max_slot_wal_keep_size: a slot that falls further behind is invalidated
     # (its connector must re-snapshot) rather than holding WAL until the disk fills.
@@ -215,7 +219,7 @@ class StackSettings:
 
     @property
     def buckets(self) -> tuple[str, ...]:
-        return (self.raw_bucket, self.lake_bucket)
+        return (self.raw_bucket, self.lake_bucket, *self.warm_up_buckets)
 
     @property
     def kafka_bootstrap(self) -> str:

@@ -11,8 +11,10 @@ apart, idle). The JIT still compiles for most of a round after 8 of them, so the
 usually ends at ``MAX_ROUNDS`` (about a minute), unless an app comes first.
 
 What it runs (``run``): rounds of the ``upsert`` app through ``run_app``, as a Dagster run sends
-it, on raw files it writes itself into the stack's own S3 under ``_warm_up/`` of the raw bucket,
-into a Hudi table under ``_warm_up/`` of the lake bucket; never a table of the lake. Round 1
+it, on raw files it writes itself into the stack's own S3 under ``_warm_up/`` of a raw bucket,
+into a Hudi table under ``_warm_up/`` of a lake bucket: buckets of its own
+(``StackSettings.warm_up_buckets``), so its deletes never reach a user's data, whatever
+prefixes the user sets; never a table of the lake. Round 1
 creates the table from ``ORDERS`` orders; each next round upserts ``FILES`` files of ``CHANGES``
 changes, as a small refresh does. It ends once the JIT compiled for less than
 ``QUIET_JIT_SHARE`` of a round, or after ``MAX_ROUNDS``, and then deletes both prefixes (which

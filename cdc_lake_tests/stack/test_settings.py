@@ -77,3 +77,14 @@ def test_kafka_authenticates_unless_a_benchmark_turns_it_off_in_code(tmp_path, m
         "bootstrap.servers": plain.kafka_bootstrap,
         "security.protocol": "PLAINTEXT",
     }
+
+
+def test_the_warm_up_has_buckets_of_its_own_which_no_lake_prefix_reaches(tmp_path):
+    """The lake server's warm-up deletes what it wrote under ``_warm_up/``: in buckets of its
+    own, created with the stack's, so a user's prefix (``LakeResource.lake_prefix``, the raw
+    prefix) can never be under it, whatever it is."""
+    s = StackSettings.from_env(state_dir=tmp_path, port_base=30000)
+    lake = local_resources(s)["lake"]
+    used = {s.raw_bucket, s.lake_bucket, lake.lake_bucket}
+    assert set(s.warm_up_buckets).isdisjoint(used) and len(set(s.warm_up_buckets)) == 2
+    assert set(s.buckets) == used | set(s.warm_up_buckets)  # the S3 service creates each

@@ -78,7 +78,12 @@ class S3Proxy(JavaService):
             "access_key": c.s3_access_key,
             "secret_key": c.s3_secret_key,
             "region": self.s.region,
-            "buckets": {"raw": self.s.raw_bucket, "lake": self.s.lake_bucket},
+            "buckets": {
+                "raw": self.s.raw_bucket,
+                "lake": self.s.lake_bucket,
+                "warm_up_raw": self.s.warm_up_buckets[0],
+                "warm_up_lake": self.s.warm_up_buckets[1],
+            },
             "path_style": True,
             "data_dir": str(self.s.data_dir("s3")),
         }
