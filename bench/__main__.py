@@ -196,7 +196,8 @@ def run(
             orders, changes = (50, 10) if smoke else (20_000, 2_000)
             report.add(
                 *bench_field_policy_upsert(spark, client, s.raw_bucket, s.lake_bucket, orders,
-                                           changes, 1 if smoke else max(reps, 5), say)
+                                           changes, 1 if smoke else max(reps, 5), say,
+                                           warm_up=not smoke)
             )  # fmt: skip
         if "empty" in only:
             # The Spark session above is the one the lazy local resource picks up.

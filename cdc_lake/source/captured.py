@@ -256,11 +256,12 @@ OUTBOX = CapturedTable(
     description="The current state of every order, one row per order_id, upserted from the raw "
     "CDC files into an Apache Hudi table (COPY_ON_WRITE by default). Dates are DATE, updated_at "
     "TIMESTAMP; order_items, products, customer, employee, shipper and shipment stay JSON "
-    "strings, the customer's phone hashed and its fax left out (docs/column-policies.md).",
+    "strings, the customer's and the employee's phones hashed, the customer's fax left out "
+    "(docs/column-policies.md).",
     marts=("order_items",),
     # Each order carries its customer's row as JSON: the same personal data as the customers'
-    # own table, under the same policy.
-    hashed=("customer.phone",),
+    # own table, under the same policy; and its employee's, whose home phone is hashed too.
+    hashed=("customer.phone", "employee.home_phone"),
     exclude=("customer.fax",),
     warm_up=True,
 )

@@ -345,7 +345,7 @@ def test_postgres_applies_field_policies_as_the_source_connector_does(pg, spark)
     assert set(compare_digests(unpoliced, spark_digest(lake, schema=schema)).content_buckets) == {
         0, 1, 2, 3, 4
     }  # fmt: skip
-    with pytest.raises(ValueError, match="customer.phone are hashed .* CDC_LAKE_COLUMN_SALT"):
+    with pytest.raises(ValueError, match="customer.phone.* are hashed .* CDC_LAKE_COLUMN_SALT"):
         source_digest(pg, table="digest_fields", schema=schema)
 
 
@@ -505,23 +505,29 @@ def test_digest_matches_the_outbox_and_catches_a_stale_row(
     assert lake_digest == source and source["rows"] > 800
 
     # The digest relies on the lake's JSON text being PostgreSQL's jsonb text, byte for byte:
-    # the source's, or for the customer, PostgreSQL's print of the source's value under the
-    # field policies (its phone hashed, its fax left out).
+    # the source's, or for a column with field policies (the customer, the employee),
+    # PostgreSQL's print of the source's value under them (phones hashed, the fax left out).
     path = own["lake"].table_path_of(OUTBOX)
     table = read_table(spark, path)
     schema = latest_schema(spark, path)  # the copy's own: the rows written below record it
     assert schema is not None
     lake_rows = {r["order_id"]: r for r in table.collect()}
-    plain = [c for c in JSON_COLUMNS if c != "customer"]
+    policed = sorted(OUTBOX.json_columns)
+    assert policed == ["customer", "employee"]
+    plain = [c for c in JSON_COLUMNS if c not in policed]
     with pg.cursor() as cur:
-        cur.execute(f"SELECT order_id, customer, {', '.join(f'{c}::text' for c in plain)} "
-                    "FROM datalake.cdc_events")  # fmt: skip
-        for oid, customer, *texts in cur.fetchall():
+        texts_sql = ", ".join(f"{c}::text" for c in plain)
+        cur.execute(f"SELECT order_id, {', '.join(policed)}, {texts_sql} FROM datalake.cdc_events")
+        for oid, *values in cur.fetchall():
+            docs, texts = values[: len(policed)], values[len(policed) :]
             assert [lake_rows[oid][c] for c in plain] == texts, oid
-            held = lake_rows[oid]["customer"]
-            assert json.loads(held) == as_lake_json(OUTBOX, "customer", customer, salt), oid
-            assert "fax" in customer and '"fax"' not in held
-        held = [r["customer"] for r in lake_rows.values()]
+            for column, doc in zip(policed, docs, strict=True):
+                held = lake_rows[oid][column]
+                parsed = None if held is None else json.loads(held)
+                assert parsed == as_lake_json(OUTBOX, column, doc, salt), (oid, column)
+            assert "fax" in docs[0] and '"fax"' not in lake_rows[oid]["customer"]
+            assert "home_phone" in docs[1]  # every Northwind order has both
+        held = [r[c] for r in lake_rows.values() for c in policed if r[c] is not None]
         cur.execute("SELECT t = t::jsonb::text FROM unnest(%s::text[]) AS t", (held,))
         assert all(same for (same,) in cur.fetchall())
 

@@ -108,7 +108,9 @@ def test_column_policies_reach_the_source_connector(settings: CdcConnectorSettin
     assert cfg["transforms.hash.columns"] == "datalake.customers.phone"
     assert cfg["transforms.hash.salt.secret"] == "${env:CDC_LAKE_COLUMN_SALT}"
     # Fields of jsonb columns: in the same transform, never in Debezium's column list.
-    assert cfg["transforms.hash.fields.hashed"] == "datalake.cdc_events.customer.phone"
+    assert cfg["transforms.hash.fields.hashed"] == (
+        "datalake.cdc_events.customer.phone,datalake.cdc_events.employee.home_phone"
+    )
     assert cfg["transforms.hash.fields.excluded"] == "datalake.cdc_events.customer.fax"
     people = CapturedTable(
         source="datalake.people", key="id", ddl_file="", exclude=("a$b", "c", "e.f"),
