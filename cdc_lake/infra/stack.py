@@ -82,31 +82,16 @@ class CdcLakeStack(cdk.Stack):
         self.raw = bucket(self, "Raw", access_logs=self.access_logs, expiry=s.raw_expiry_days)
         self.lake = bucket(self, "Lake", access_logs=self.access_logs)
 
-        self.replication_secret = sm.Secret(
-            self,
-            "ReplicationSecret",
-            secret_name=s.replication_secret_name,
-            description="the replication role's password, read by MSK Connect",
-            generate_secret_string=sm.SecretStringGenerator(
-                secret_string_template="{}",
-                generate_string_key="password",
-                exclude_punctuation=True,
-            ),
-        )
+        self.replication_secret = _generated_secret(
+            self, "ReplicationSecret", s.replication_secret_name,
+            "the replication role's password, read by MSK Connect", "password",
+        )  # fmt: skip
         # The salt of hashed columns and fields, generated here, never seen by anyone: the
         # connector hashes with it, and matches_source (CDC_LAKE_COLUMN_SALT) computes the same.
-        self.salt_secret = sm.Secret(
-            self,
-            "ColumnSaltSecret",
-            secret_name=s.column_salt_secret_name,
-            description="the salt of hashed columns, read by MSK Connect and Dagster",
-            generate_secret_string=sm.SecretStringGenerator(
-                secret_string_template="{}",
-                generate_string_key=SALT_KEY,
-                exclude_punctuation=True,
-                password_length=48,
-            ),
-        )
+        self.salt_secret = _generated_secret(
+            self, "ColumnSaltSecret", s.column_salt_secret_name,
+            "the salt of hashed columns, read by MSK Connect and Dagster", SALT_KEY, length=48,
+        )  # fmt: skip
         self.db_host, self.db_admin_secret = database(self, s, self.vpc, private, self.db_sg)
         self.cluster = msk_cluster(self, s, self.vpc, self.msk_sg)
         self.connect_role, self.connect_logs = connect_role(
@@ -214,3 +199,23 @@ class CdcLakeStack(cdk.Stack):
              "its prefix, Pipes message keys, the two connectors and their operations, the EMR "
              "Serverless job runs or the tagged cluster and its step logs; ListConnectors has "
              "no resource type, so it takes only '*'.")  # fmt: skip
+
+
+def _generated_secret(
+    scope: Construct, logical_id: str, name: str, description: str, key: str,
+    length: int | None = None,
+) -> sm.Secret:
+    """A secret whose JSON holds one value, ``key``, that Secrets Manager generates (letters and
+    digits): never in the template or an output."""
+    return sm.Secret(
+        scope,
+        logical_id,
+        secret_name=name,
+        description=description,
+        generate_secret_string=sm.SecretStringGenerator(
+            secret_string_template="{}",
+            generate_string_key=key,
+            exclude_punctuation=True,
+            password_length=length,
+        ),
+    )

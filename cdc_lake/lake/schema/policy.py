@@ -116,12 +116,13 @@ def check_policy(
         ("hashed", table.hashed, recorded.hashed_fields),
     ):
         now, was = _fields_of(declared, live), _fields_of(written, live)
-        held = "its plain values" if policy == "hashed" else "its values"
-        for name in sorted(now - was):
-            changes.append(f"{name} is now {policy}, but the lake holds {held}")
-        for name in sorted(was - now):
-            gone_ = "its hashes" if policy == "hashed" else "none of its values"
-            changes.append(f"{name} is no longer {policy}, but the lake holds {gone_}")
+        held, kept = (
+            ("its plain values", "its hashes") if policy == "hashed"
+            else ("its values", "none of its values")
+        )  # fmt: skip
+        changes += [f"{n} is now {policy}, but the lake holds {held}" for n in sorted(now - was)]
+        changes += [f"{n} is no longer {policy}, but the lake holds {kept}"
+                    for n in sorted(was - now)]  # fmt: skip
     for name in (n for n in table.exclude if not json_field(n)):
         if name in live:
             changes.append(f"{name} is now excluded, but the lake holds its values")
